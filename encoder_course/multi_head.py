@@ -1,0 +1,90 @@
+"""Multi-head self-attention (Vaswani et al., 2017, section 3.2.2).
+
+Each head attends in its own ``d_head = d_model / n_heads`` subspace; the heads are concatenated
+and mixed by the output projection ``w_o``.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ._validate import check_mask, require_positive_int, require_width
+from .attention import fast_attention, scaled_dot_product_attention
+
+
+def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Split the last dimension into heads and move heads before positions.
+
+    Shape:
+        ``(B, L, d_model)`` -> ``(B, H, L, d_head)``.
+    """
+    batch, length, d_model = x.shape
+    x = x.view(batch, length, n_heads, d_model // n_heads)  # (B, L, H, d_head)
+    return x.transpose(1, 2)  # (B, H, L, d_head)
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """Inverse of :func:`split_heads`: concatenate the heads back into one vector per position.
+
+    Shape:
+        ``(B, H, L, d_head)`` -> ``(B, L, H * d_head)``.
+    """
+    batch, heads, length, d_head = x.shape
+    x = x.transpose(1, 2)  # (B, L, H, d_head)
+    return x.reshape(batch, length, heads * d_head)  # (B, L, d_model)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head self-attention with separate query, key, value and output projections.
+
+    Args:
+        d_model: model width; must be divisible by ``n_heads``.
+        n_heads: number of heads.
+        dropout: dropout on the attention weights (training only).
+        fast: use PyTorch's fused attention kernel (True) or the step-by-step path (False).
+            ``return_weights=True`` always uses the step-by-step path.
+
+    Shape:
+        ``x`` ``(B, L, d_model)``, ``mask`` bool broadcastable to ``(B, H, L, L)`` (True = may
+        attend, e.g. :func:`padding_mask`'s ``(B, 1, 1, L)``); returns ``(B, L, d_model)``.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, fast: bool = True):
+        super().__init__()
+        require_positive_int("d_model", d_model)
+        require_positive_int("n_heads", n_heads)
+        if d_model % n_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        self.dropout, self.fast = dropout, fast
+        self.w_q = nn.Linear(d_model, d_model)
+        self.w_k = nn.Linear(d_model, d_model)
+        self.w_v = nn.Linear(d_model, d_model)
+        self.w_o = nn.Linear(d_model, d_model)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, return_weights: bool = False):
+        """Attend from every position of ``x`` to every allowed position.
+
+        Returns the output ``(B, L, d_model)``, or ``(output, weights)`` with weights
+        ``(B, H, L, L)`` when ``return_weights`` is True.
+        """
+        require_width("x", x, self.d_model)
+        batch, length, _ = x.shape
+        if mask is not None:
+            check_mask(mask, (batch, self.n_heads, length, length))
+        q = split_heads(self.w_q(x), self.n_heads)  # (B, H, L, d_head)
+        k = split_heads(self.w_k(x), self.n_heads)  # (B, H, L, d_head)
+        v = split_heads(self.w_v(x), self.n_heads)  # (B, H, L, d_head)
+        p = self.dropout if self.training else 0.0
+        if self.fast and not return_weights:
+            heads = fast_attention(q, k, v, mask, dropout_p=p)  # (B, H, L, d_head)
+            weights = None
+        else:
+            _, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H, L, L)
+            heads = F.dropout(weights, p) @ v  # (B, H, L, d_head)
+        out = self.w_o(merge_heads(heads))  # (B, L, d_model)
+        return (out, weights) if return_weights else out

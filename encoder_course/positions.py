@@ -1,0 +1,125 @@
+"""Position information: sinusoidal tables, learned positions, and a glance at rotary positions.
+
+Self-attention alone is permutation-equivariant: shuffle the tokens and the outputs shuffle the
+same way. Adding a position vector to each token embedding makes order visible
+(Vaswani et al., 2017, section 3.5).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ._validate import require_positive_int, require_width
+
+
+def sinusoidal_positions(seq_len: int, d_model: int) -> torch.Tensor:
+    """The fixed sinusoidal position table of the original Transformer.
+
+    ``PE[pos, 2i] = sin(pos / 10000^(2i/d_model))`` and ``PE[pos, 2i+1] = cos(...)``, with the sine
+    and cosine of each frequency interleaved and positions counted from 0 (section 3.5).
+
+    Args:
+        seq_len: number of positions (rows).
+        d_model: width of each position vector (columns); must be even.
+
+    Shape:
+        returns ``(seq_len, d_model)``, float32.
+    """
+    require_positive_int("seq_len", seq_len)
+    require_positive_int("d_model", d_model)
+    if d_model % 2:
+        raise ValueError(f"d_model must be even for sin/cos pairs, got {d_model}")
+    pos = torch.arange(seq_len, dtype=torch.float32).unsqueeze(1)  # (L, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (d_model/2,)
+    # 1 / 10000^(2i/d_model), computed in log space so large d_model stays accurate.
+    inv_freq = torch.exp(-math.log(10000.0) * two_i / d_model)  # (d_model/2,)
+    angles = pos * inv_freq  # (L, d_model/2)
+    pe = torch.empty(seq_len, d_model, dtype=torch.float32)
+    pe[:, 0::2] = torch.sin(angles)
+    pe[:, 1::2] = torch.cos(angles)
+    return pe
+
+
+class SinusoidalPositions(nn.Module):
+    """Adds the fixed sinusoidal table to token embeddings (no parameters).
+
+    Args:
+        max_len: longest sequence the table covers.
+        d_model: embedding width.
+
+    Shape:
+        input ``(B, L, d_model)`` with ``L <= max_len``; output the same.
+    """
+
+    def __init__(self, max_len: int, d_model: int):
+        super().__init__()
+        self.max_len, self.d_model = max_len, d_model
+        self.register_buffer("table", sinusoidal_positions(max_len, d_model), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        require_width("x", x, self.d_model)
+        length = x.shape[1]
+        if length > self.max_len:
+            raise ValueError(
+                f"sequence length {length} is longer than the position table (max_len {self.max_len})"
+            )
+        return x + self.table[:length].to(x.dtype)  # (B, L, d_model)
+
+
+class LearnedPositions(nn.Module):
+    """Adds one learned vector per position (BERT's absolute positions).
+
+    Args:
+        max_len: number of learned position vectors.
+        d_model: embedding width.
+
+    Shape:
+        input ``(B, L, d_model)`` with ``L <= max_len``; output the same.
+    """
+
+    def __init__(self, max_len: int, d_model: int):
+        super().__init__()
+        self.max_len, self.d_model = max_len, d_model
+        self.weight = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        require_width("x", x, self.d_model)
+        length = x.shape[1]
+        if length > self.max_len:
+            raise ValueError(
+                f"sequence length {length} is longer than the position table (max_len {self.max_len})"
+            )
+        return x + self.weight[:length]  # (B, L, d_model)
+
+
+def rotate_pairs(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0) -> torch.Tensor:
+    """Rotary position embedding (RoPE, Su et al. 2021): rotate each feature pair by ``pos * freq``.
+
+    Applied to queries and keys, it makes ``q . k`` depend on the offset between their positions
+    rather than on the absolute positions.
+
+    Args:
+        x: queries or keys, last dimension even.
+        positions: position of each row (defaults to ``0..L-1``).
+        base: the frequency base, as in the sinusoidal table.
+
+    Shape:
+        ``x`` ``(..., L, d)``; returns the same shape.
+    """
+    d = x.shape[-1]
+    if d % 2:
+        raise ValueError(f"the last dimension must be even for rotary pairs, got {d}")
+    length = x.shape[-2]
+    if positions is None:
+        positions = torch.arange(length, device=x.device)
+    inv_freq = base ** (-torch.arange(0, d, 2, device=x.device, dtype=torch.float32) / d)  # (d/2,)
+    angles = positions.to(torch.float32).unsqueeze(-1) * inv_freq  # (L, d/2)
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]  # (..., L, d/2)
+    out = torch.empty_like(x)
+    out[..., 0::2] = even * cos - odd * sin
+    out[..., 1::2] = even * sin + odd * cos
+    return out
