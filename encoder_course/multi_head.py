@@ -84,7 +84,9 @@ class MultiHeadAttention(nn.Module):
             heads = fast_attention(q, k, v, mask, dropout_p=p)  # (B, H, L, d_head)
             weights = None
         else:
-            _, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H, L, L)
-            heads = F.dropout(weights, p) @ v  # (B, H, L, d_head)
+            heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H, L, d_head), (B, H, L, L)
+            if p > 0.0:
+                # Dropout on the weights (training only): redo the weighted sum with the dropped weights.
+                heads = F.dropout(weights, p) @ v  # (B, H, L, d_head)
         out = self.w_o(merge_heads(heads))  # (B, L, d_model)
         return (out, weights) if return_weights else out

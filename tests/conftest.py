@@ -1,0 +1,14 @@
+"""Shared test set-up: plain tracebacks in kernels, no model-hub access, a fixed thread count."""
+
+import os
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+ROOT = Path(__file__).resolve().parent.parent
+os.environ.setdefault("IPYTHONDIR", str(ROOT / "tests" / "ipython_profile"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("MPLBACKEND", "Agg")

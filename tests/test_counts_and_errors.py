@@ -1,0 +1,132 @@
+"""Exact parameter and FLOP counts, and clear errors for bad input."""
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+import encoder_course as ec
+
+
+def test_bert_base_counts_exactly():
+    with torch.device("meta"):
+        model = ec.Encoder(ec.EncoderConfig.bert_base())
+    counts = ec.count_parameters(model)
+    assert counts["total"] == 108_891_648
+    assert counts["embeddings"] == 23_837_184
+    per_layer = sum(p.numel() for p in model.layers[0].parameters())
+    assert per_layer == 7_087_872
+    assert counts["attention"] + counts["feed_forward"] + counts["norms"] == 12 * 7_087_872 == 85_054_464
+    assert counts["other"] == 0
+    pooler = torch.nn.Linear(768, 768, device="meta")
+    assert counts["total"] + sum(p.numel() for p in pooler.parameters()) == 109_482_240
+
+
+def test_minilm_and_original_counts():
+    with torch.device("meta"):
+        minilm = ec.Encoder(ec.EncoderConfig.minilm_l6())
+        original = ec.Encoder(ec.EncoderConfig.original())
+    assert ec.count_parameters(minilm)["total"] == 22_565_376
+    # The original base encoder: 37000 x 512 embedding, 6 x (4 x 512^2 + 2 x 512 x 2048 + biases + norms).
+    per_layer = 4 * (512 * 512 + 512) + (512 * 2048 + 2048) + (2048 * 512 + 512) + 2 * 2 * 512
+    assert ec.count_parameters(original)["total"] == 37000 * 512 + 6 * per_layer
+    assert ec.count_parameters(original)["embeddings"] == 37000 * 512
+
+
+def test_ffn_vs_attention_weights_at_512():
+    ffn = ec.FeedForward(512, 2048)
+    mha = ec.MultiHeadAttention(512, 8)
+    assert ffn.w1.weight.numel() + ffn.w2.weight.numel() == 2_097_152
+    assert sum(m.weight.numel() for m in (mha.w_q, mha.w_k, mha.w_v, mha.w_o)) == 1_048_576
+
+
+def test_layer_flops_equal_torch_flop_counter():
+    torch.manual_seed(0)
+    block = ec.EncoderBlock(768, 12, 3072, fast=False).eval()
+    x = torch.randn(1, 512, 768)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        block(x)
+    assert counter.get_total_flops() == ec.layer_flops(512, 768, 3072)["total"] == 8_053_063_680
+
+
+def test_score_bytes_equal_materialised_scores():
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        scores = torch.empty(2, 3, 64, 64, dtype=dtype)
+        assert ec.score_bytes(64, n_heads=3, batch=2, dtype=dtype) == scores.nbytes
+    assert ec.score_bytes(4096, dtype=torch.float16) == 32 * 2**20
+    assert ec.score_bytes(4096, n_heads=16, dtype=torch.float16) == 512 * 2**20
+    assert ec.crossover_length(768, 3072) == 6 * 768
+
+
+# ---- bad input: each error says what was expected and what came ----
+
+def test_d_model_not_divisible():
+    with pytest.raises(ValueError, match=r"d_model \(510\) must be divisible by n_heads \(8\)"):
+        ec.MultiHeadAttention(510, 8)
+    with pytest.raises(ValueError, match="divisible"):
+        ec.EncoderConfig(d_model=510, n_heads=8)
+
+
+def test_input_width_and_rank():
+    mha = ec.MultiHeadAttention(16, 2)
+    with pytest.raises(ValueError, match=r"d_model \(16\).*\(2, 3, 12\)"):
+        mha(torch.randn(2, 3, 12))
+    with pytest.raises(ValueError, match=r"3 dimensions.*\(3, 16\)"):
+        mha(torch.randn(3, 16))
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        mha([[1.0]])
+    with pytest.raises(ValueError, match="d_model"):
+        ec.LayerNorm(16)(torch.randn(2, 8))
+    with pytest.raises(ValueError, match="d_model"):
+        ec.FeedForward(16, 32)(torch.randn(2, 3, 8))
+    with pytest.raises(ValueError, match="share their last dimension"):
+        ec.scaled_dot_product_attention(torch.randn(2, 4), torch.randn(2, 5), torch.randn(2, 5))
+
+
+def test_mask_errors_name_the_shapes():
+    q = torch.randn(2, 4, 8)
+    with pytest.raises(TypeError, match="torch.bool"):
+        ec.scaled_dot_product_attention(q, q, q, torch.ones(2, 4, 4))
+    with pytest.raises(ValueError, match=r"\(2, 3, 4\).*\(2, 4, 4\)"):
+        ec.scaled_dot_product_attention(q, q, q, torch.ones(2, 3, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"\(3, 1, 1, 4\).*\(2, 2, 4, 4\)"):
+        ec.MultiHeadAttention(16, 2)(torch.randn(2, 4, 16), torch.ones(3, 1, 1, 4, dtype=torch.bool))
+    with pytest.raises(TypeError, match="integer"):
+        ec.padding_mask(torch.randn(2, 3), 0)
+
+
+def test_encoder_input_errors():
+    enc = ec.Encoder(ec.EncoderConfig(vocab_size=10, max_len=8, d_model=16, n_heads=2, d_ff=32, n_layers=1))
+    with pytest.raises(ValueError, match=r"sequence length 9 .*max_len 8"):
+        enc(torch.ones(1, 9, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"\[0, 10\).*12"):
+        enc(torch.tensor([[1, 2, 12]]))
+    with pytest.raises(ValueError, match=r"\[0, 10\).*-1"):
+        enc(torch.tensor([[-1, 2]]))
+    with pytest.raises(ValueError, match=r"shape \(B, L\)"):
+        enc(torch.ones(4, dtype=torch.long))
+    with pytest.raises(TypeError, match="integer"):
+        enc(torch.ones(1, 4))
+
+
+@pytest.mark.parametrize("changes, error, pattern", [
+    ({"n_layers": 0}, ValueError, "n_layers must be a positive int, got 0"),
+    ({"dropout": -0.1}, ValueError, r"dropout must be in \[0, 1\), got -0.1"),
+    ({"activation": "tanh"}, ValueError, "activation must be one of .*'tanh'"),
+    ({"positions": "rotary"}, ValueError, "positions must be one of"),
+    ({"d_model": 12.0}, TypeError, "d_model must be an int"),
+    ({"eps": 0.0}, ValueError, "eps must be positive"),
+])
+def test_bad_config_values(changes, error, pattern):
+    with pytest.raises(error, match=pattern):
+        ec.EncoderConfig(**changes)
+
+
+def test_bad_module_arguments():
+    with pytest.raises(ValueError, match="activation must be one of"):
+        ec.FeedForward(8, 16, activation="swish")
+    with pytest.raises(ValueError, match="n_heads must be a positive int"):
+        ec.MultiHeadAttention(8, 0)
+    with pytest.raises(ValueError, match="even"):
+        ec.sinusoidal_positions(4, 7)
+    with pytest.raises(TypeError, match="EncoderConfig"):
+        ec.Encoder({"d_model": 8})

@@ -1,0 +1,144 @@
+"""Properties the course teaches, checked on the package: equivariance, padding, masks, inputs untouched."""
+
+import math
+
+import pytest
+import torch
+
+import encoder_course as ec
+
+
+def test_sinusoidal_positions_formula():
+    pe = ec.sinusoidal_positions(50, 16)
+    assert pe.shape == (50, 16) and pe.dtype == torch.float32
+    for pos in (0, 1, 7, 49):
+        for i in range(8):
+            angle = pos / 10000 ** (2 * i / 16)
+            assert pe[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-6)
+            assert pe[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
+
+
+def test_self_attention_without_positions_is_permutation_equivariant():
+    torch.manual_seed(0)
+    mha = ec.MultiHeadAttention(32, 4).eval()
+    x = torch.randn(2, 9, 32)
+    perm = torch.randperm(9)
+    with torch.no_grad():
+        torch.testing.assert_close(mha(x[:, perm]), mha(x)[:, perm], atol=1e-5, rtol=0)
+    block = ec.EncoderBlock(32, 4, 64).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(block(x[:, perm]), block(x)[:, perm], atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_padding_never_changes_real_tokens_with_the_mask(norm_first):
+    torch.manual_seed(0)
+    cfg = ec.EncoderConfig(vocab_size=60, max_len=200, d_model=32, n_heads=4, d_ff=64, n_layers=2,
+                           norm_first=norm_first)
+    enc = ec.Encoder(cfg).eval()
+    sentence = torch.randint(1, 60, (1, 6))
+    outs_masked, outs_unmasked = [], []
+    for pads in (3, 124):
+        ids = torch.cat([sentence, torch.zeros(1, pads, dtype=torch.long)], dim=1)
+        with torch.no_grad():
+            outs_masked.append(enc(ids, ec.padding_mask(ids, 0))[:, :6])
+            outs_unmasked.append(enc(ids)[:, :6])
+    torch.testing.assert_close(outs_masked[0], outs_masked[1], atol=1e-5, rtol=0)
+    assert (outs_unmasked[0] - outs_unmasked[1]).abs().max() > 1e-2
+    with torch.no_grad():
+        alone = enc(sentence)
+    torch.testing.assert_close(outs_masked[0], alone, atol=1e-5, rtol=0)
+
+
+def test_masks_follow_the_convention():
+    ids = torch.tensor([[5, 6, 0, 0], [7, 0, 0, 0]])
+    m = ec.padding_mask(ids, 0)
+    assert m.dtype == torch.bool and m.shape == (2, 1, 1, 4)
+    assert m[0, 0, 0].tolist() == [True, True, False, False]
+    c = ec.causal_mask(4)
+    assert c.dtype == torch.bool and c.shape == (4, 4)
+    assert c.tolist() == [[True, False, False, False], [True, True, False, False],
+                          [True, True, True, False], [True, True, True, True]]
+    assert ec.to_torch_padding_mask(m).tolist() == [[False, False, True, True], [False, True, True, True]]
+
+
+def test_attention_rows_sum_to_one_and_masked_keys_get_zero():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 3, 5, 8), torch.randn(2, 3, 6, 8), torch.randn(2, 3, 6, 4)
+    mask = torch.tensor([True, True, True, True, False, False])
+    _, w = ec.scaled_dot_product_attention(q, k, v, mask)
+    torch.testing.assert_close(w.sum(-1), torch.ones(2, 3, 5))
+    assert torch.all(w[..., 4:] == 0)
+
+
+def test_inputs_are_never_modified():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 4, 8), torch.randn(2, 4, 8), torch.randn(2, 4, 8)
+    mask = torch.rand(2, 4, 4) > 0.5
+    copies = [t.clone() for t in (q, k, v, mask)]
+    ec.scaled_dot_product_attention(q, k, v, mask)
+    ec.fast_attention(q, k, v, mask)
+    for before, after in zip(copies, (q, k, v, mask)):
+        assert torch.equal(before, after)
+    x = torch.randn(2, 4, 16)
+    x0 = x.clone()
+    ec.EncoderBlock(16, 2, 32, norm_first=True)(x)
+    ec.EncoderBlock(16, 2, 32, norm_first=False)(x)
+    ec.LayerNorm(16)(x)
+    ec.FeedForward(16, 32, activation="swiglu")(x)
+    assert torch.equal(x, x0)
+
+
+def test_dropout_only_in_training():
+    torch.manual_seed(0)
+    block = ec.EncoderBlock(16, 2, 32, dropout=0.5)
+    x = torch.randn(2, 5, 16)
+    block.eval()
+    assert torch.equal(block(x), block(x))
+    block.train()
+    assert not torch.equal(block(x), block(x))
+
+
+def test_feed_forward_activations():
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 8)
+    for act, fn in (("relu", torch.relu), ("gelu", lambda h: h * 0.5 * (1 + torch.erf(h / math.sqrt(2))))):
+        ffn = ec.FeedForward(8, 32, activation=act)
+        ref = ffn.w2(fn(ffn.w1(x)))
+        torch.testing.assert_close(ffn(x), ref, atol=1e-6, rtol=0)
+    ffn = ec.FeedForward(8, 32, activation="swiglu")
+    ref = ffn.w2(torch.nn.functional.silu(ffn.w1(x)) * ffn.w3(x))
+    torch.testing.assert_close(ffn(x), ref, atol=1e-6, rtol=0)
+
+
+def test_layer_norm_normalises_each_token_on_its_own():
+    torch.manual_seed(0)
+    ln = ec.LayerNorm(64)
+    x = torch.randn(3, 7, 64) * 5 + 3
+    y = ln(x)
+    torch.testing.assert_close(y.mean(-1), torch.zeros(3, 7), atol=1e-5, rtol=0)
+    torch.testing.assert_close(y.var(-1, unbiased=False), torch.ones(3, 7), atol=1e-3, rtol=0)
+    torch.testing.assert_close(ln(x[:1, 2:3]), y[:1, 2:3], atol=1e-6, rtol=0)
+
+
+def test_blocks_have_their_own_weights():
+    enc = ec.Encoder(ec.EncoderConfig(n_layers=3))
+    ptrs = [p.data_ptr() for p in enc.parameters()]
+    assert len(ptrs) == len(set(ptrs))
+    assert not torch.equal(enc.layers[0].attn.w_q.weight, enc.layers[1].attn.w_q.weight)
+
+
+def test_split_and_merge_heads_round_trip():
+    x = torch.randn(2, 4, 512)
+    h = ec.split_heads(x, 8)
+    assert h.shape == (2, 8, 4, 64)
+    assert torch.equal(h[:, 3], x[..., 3 * 64:4 * 64])
+    assert torch.equal(ec.merge_heads(h), x)
+
+
+def test_rotary_scores_depend_on_offset_only():
+    torch.manual_seed(0)
+    q, k = torch.randn(1, 16), torch.randn(1, 16)
+    def score(pq, pk):
+        return (ec.rotate_pairs(q, torch.tensor([pq])) * ec.rotate_pairs(k, torch.tensor([pk]))).sum()
+    assert score(5, 2).item() == pytest.approx(score(13, 10).item(), abs=1e-4)
