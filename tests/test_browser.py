@@ -1,0 +1,209 @@
+"""The course as a learner meets it: JupyterLab in headless Chromium, Run All, real widget controls.
+
+Needs Debian's chromium at /usr/bin/chromium and the playwright package (it never downloads a
+browser). `.ci/run` installs chromium; elsewhere the test is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = ROOT / "test-artifacts"
+CHROME_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+
+pytestmark = pytest.mark.browser
+
+if not Path(CHROMIUM).exists():
+    pytest.skip("Chromium is not installed at /usr/bin/chromium (apt-get install chromium)",
+                allow_module_level=True)
+playwright_sync = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on 127.0.0.1 over a scratch copy of the notebooks; stopped afterwards."""
+    work = tmp_path_factory.mktemp("lab")
+    for name in ("07_encoder_block.ipynb", "03_masks.ipynb"):
+        shutil.copy(ROOT / "notebooks" / "solutions" / name, work / name)
+    shutil.copy(ROOT / "notebooks" / "02_attention.ipynb", work / "learner_02_attention.ipynb")
+    port, token = free_port(), secrets.token_hex(16)
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
+           "--ServerApp.disable_check_xsrf=False", "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    env = dict(os.environ, JUPYTER_PLATFORM_DIRS="1")
+    log = open(work / "server.log", "w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError("JupyterLab did not start:\n" + (work / "server.log").read_text())
+                time.sleep(0.5)
+        yield {"base": base, "token": token, "dir": work}
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # the server and every kernel it started
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_sync.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser, request):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = context.new_page()
+    yield pg
+    failed = getattr(request.node, "rep_call", None)
+    if failed is not None and failed.failed:
+        ARTIFACTS.mkdir(exist_ok=True)
+        pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+    context.close()
+
+
+def open_and_run_all(page, lab, name: str, timeout_s: float = 240) -> None:
+    page.goto(f"{lab['base']}/lab/tree/{name}?token={lab['token']}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle'], .jp-mod-idle, "
+                           ".jp-KernelStatus", timeout=60_000)
+    time.sleep(2)  # let the kernel connect
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").click()
+    wait_until_done(page, timeout_s)
+
+
+def wait_until_done(page, timeout_s: float) -> None:
+    """Wait until no cell is queued or running and every code cell has an execution count."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        prompts = page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()
+        if prompts and not any("*" in p for p in prompts) and all(any(ch.isdigit() for ch in p) for p in prompts):
+            return
+        time.sleep(1)
+    raise AssertionError(f"Run All did not finish in {timeout_s} s; prompts: {prompts}")
+
+
+def assert_no_errors(page) -> None:
+    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
+                          has_text="Traceback")
+    assert errors.count() == 0, errors.first.inner_text()[:2000]
+    text = page.locator(".jp-Notebook").inner_text()
+    assert "Traceback (most recent call last)" not in text
+    assert "interactive(children=" not in text, "widgets rendered as text, not as controls"
+
+
+def figure_of(widget) -> str:
+    img = widget.locator("img").first
+    img.wait_for(timeout=30_000)
+    return img.get_attribute("src")
+
+
+def change_first_toggle(widget) -> None:
+    """Flip the widget's first two-state control: a select, a checkbox or toggle buttons."""
+    select = widget.locator("select")
+    checkbox = widget.locator("input[type='checkbox']")
+    toggles = widget.locator(".widget-toggle-buttons button")
+    if checkbox.count():
+        checkbox.first.click()
+    elif toggles.count():
+        _click_inactive(toggles)
+    elif select.count():
+        options = select.first.locator("option").all_inner_texts()
+        current = select.first.evaluate("s => s.options[s.selectedIndex].text")
+        select.first.select_option(label=next(o for o in options if o != current))
+    else:
+        raise AssertionError("no toggle control (checkbox, toggle buttons or select) in the widget")
+
+
+def _click_inactive(toggles) -> None:
+    for i in range(toggles.count()):
+        button = toggles.nth(i)
+        if "mod-active" not in (button.get_attribute("class") or ""):
+            button.click()
+            return
+    raise AssertionError("every toggle button is already active")
+
+
+def wait_for_new_figure(widget, before: str, timeout_s: float = 30) -> str:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        src = widget.locator("img").first.get_attribute("src")
+        if src and src != before:
+            return src
+        time.sleep(0.5)
+    raise AssertionError("the figure did not change after the control was changed")
+
+
+def widget_with(page, needle: str):
+    """The first interact widget whose text mentions ``needle`` (e.g. a control's label)."""
+    widgets = page.locator(".widget-interact")
+    assert widgets.count() > 0, "no ipywidgets interact rendered"
+    for i in range(widgets.count()):
+        w = widgets.nth(i)
+        if needle.lower() in w.inner_text().lower():
+            return w
+    return widgets.first
+
+
+def test_encoder_block_widget_toggles_norm_placement(lab, page):
+    open_and_run_all(page, lab, "07_encoder_block.ipynb")
+    assert_no_errors(page)
+    widget = widget_with(page, "LN")
+    assert widget.locator("input, select, button").count() >= 2, "the widget has no real controls"
+    before = figure_of(widget)
+    change_first_toggle(widget)
+    wait_for_new_figure(widget, before)
+
+
+def test_masks_widget_toggles_padding_mask(lab, page):
+    open_and_run_all(page, lab, "03_masks.ipynb")
+    assert_no_errors(page)
+    widget = widget_with(page, "mask")
+    assert widget.locator("input, select, button").count() >= 2, "the widget has no real controls"
+    before = figure_of(widget)
+    change_first_toggle(widget)
+    wait_for_new_figure(widget, before)
+
+
+def test_fresh_learner_notebook_runs_to_the_end(lab, page):
+    open_and_run_all(page, lab, "learner_02_attention.ipynb")
+    assert_no_errors(page)
+    text = page.locator(".jp-Notebook").inner_text()
+    assert "not attempted yet" in text
