@@ -1,0 +1,1199 @@
+"""Exercise checkers: compare a learner's code with the package's reference and name the mistake.
+
+Each ``check_<name>(candidate)`` either
+
+* prints exactly one line starting with "✓" (the code is right),
+* prints one line "… <name>: not attempted yet (…)" when the candidate still raises
+  ``NotImplementedError`` (the exercise stub), and returns without raising so Run All goes on, or
+* raises :class:`ExerciseError` (an ``AssertionError``) whose message says what is wrong in plain
+  words and how to look for it. If the learner's code itself raised, that exception is chained.
+
+How the checks work. The candidate runs on small, fixed, randomised inputs (batched and multi-head
+shapes, padding masks, ``d_v != d_k``, tiny (1e-3) and large magnitudes) and, for classes, with
+every parameter (norms included) set to random values that are copied into the package's reference
+module. Where the result differs from the reference, the checker computes the usual mistakes
+(softmax over the wrong axis, missing scaling, inverted mask, heads split without the transpose,
+unbiased variance, ...) on the same inputs and names the one the learner's result matches.
+
+Design decisions (documented for teachers and maintainers):
+
+* **Fully masked query rows are not tested.** The package returns zero weights there; a ``-inf``
+  fill gives NaN and a ``torch.finfo(dtype).min`` fill gives uniform weights. The exercises do not
+  ask for that case, so every mask the checkers use leaves at least one key per query row, and all
+  three behaviours are accepted.
+* **Tolerance.** Float32 results are compared element-wise with
+  ``|got - want| <= 2e-5 * max|want| + 1e-4 * |want|`` (a tolerance relative to the size of the
+  numbers, so the 1e-3 and the large inputs are judged alike), which accepts every correct order of
+  operations (einsum, pre-scaled queries, ``F.layer_norm``, ...) and rejects every mistake we know.
+* **Time.** Each call of the candidate on the tiny inputs must finish within :data:`TIME_LIMIT`
+  seconds (interrupted with a timer signal where possible, reported as "took more than N s").
+* The global random state is saved and restored, so a check cell never changes the numbers of the
+  cells after it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import signal
+import threading
+import time
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+__all__ = [
+    "ExerciseError", "TIME_LIMIT", "check_causal_mask", "check_encoder_block", "check_feed_forward",
+    "check_layer_norm", "check_multi_head_attention", "check_padding_mask",
+    "check_scaled_dot_product_attention", "check_sinusoidal_positions",
+]
+
+#: Seconds one call of the learner's code may take on the checkers' tiny inputs.
+TIME_LIMIT = 10.0
+
+_ATOL = 2e-5  # times the largest reference value
+_RTOL = 1e-4
+
+
+class ExerciseError(AssertionError):
+    """The learner's answer is not right yet; the message says what and how to look for it."""
+
+
+class _NotAttempted(Exception):
+    """Internal: the candidate still raises NotImplementedError."""
+
+
+class _Timeout(BaseException):
+    """Internal: raised by the timer signal (a BaseException so ``except Exception`` cannot eat it)."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Running the learner's code safely
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float):
+    """Interrupt the block after ``seconds`` (main thread on POSIX); elsewhere only measure."""
+    usable = (
+        hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+        and seconds > 0
+    )
+    if not usable:
+        yield
+        return
+
+    def _on_alarm(signum, frame):
+        raise _Timeout()
+
+    try:
+        previous = signal.signal(signal.SIGALRM, _on_alarm)
+    except ValueError:  # not allowed here after all
+        yield
+        return
+    old_timer = signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if old_timer[0] > 0:  # someone else had a timer running: give it back
+            signal.setitimer(signal.ITIMER_REAL, *old_timer)
+
+
+def _error_hint(exc: BaseException) -> str:
+    text = str(exc)
+    if isinstance(exc, RuntimeError) and ("shape" in text or "size" in text or "dimension" in text):
+        return (
+            "Print the shape of each tensor step by step. To swap only the last two dimensions use "
+            "k.transpose(-2, -1); k.T and k.t() do something else for tensors with more than 2 "
+            "dimensions."
+        )
+    if isinstance(exc, (NameError, AttributeError)):
+        return "Check the spelling of the names you use (and that the cells above have been run)."
+    if isinstance(exc, TypeError):
+        return "Check the arguments you pass and the types you combine (tensors, ints, None)."
+    return "Read the error above (your code's traceback is shown first) and fix that line."
+
+
+def _invoke(name: str, what: str, fn: Callable, *args, **kwargs):
+    """Call the learner's ``fn``; turn its failures into learner messages."""
+    start = time.perf_counter()
+    try:
+        with _time_limit(TIME_LIMIT):
+            result = fn(*args, **kwargs)
+    except NotImplementedError as exc:
+        raise _NotAttempted(str(exc)) from None
+    except _Timeout:
+        raise ExerciseError(
+            f"Your {name} took more than {TIME_LIMIT:g} s {what}, on inputs with only a few numbers. "
+            "Look for a loop that never ends (a `while` whose condition never changes) or a loop "
+            "over every element; tensor operations on the whole tensor are enough here."
+        ) from None
+    except Exception as exc:
+        if exc.__traceback__ is not None and exc.__traceback__.tb_next is not None:
+            exc = exc.with_traceback(exc.__traceback__.tb_next)  # show the learner's frames only
+        raise ExerciseError(
+            f"Your {name} raised {type(exc).__name__} {what}: {exc}\nHint: {_error_hint(exc)}"
+        ) from exc
+    if time.perf_counter() - start > TIME_LIMIT:
+        raise ExerciseError(
+            f"Your {name} took more than {TIME_LIMIT:g} s {what}, on inputs with only a few numbers. "
+            "Use whole-tensor operations instead of Python loops over elements."
+        )
+    return result
+
+
+def _snapshot(values: dict) -> dict:
+    return {k: v.detach().clone() for k, v in values.items() if isinstance(v, torch.Tensor)}
+
+
+def _check_unchanged(name: str, before: dict, after: dict) -> None:
+    for key, old in before.items():
+        new = after[key]
+        if new.shape != old.shape or not torch.equal(new.detach(), old):
+            raise ExerciseError(
+                f"Your {name} changed its input `{key}` in place (for example with `{key} /= ...`, "
+                f"`{key} -= ...`, `{key}.masked_fill_(...)` or `{key}[...] = ...`).\n"
+                f"Hint: use operations that make a new tensor (`{key} = {key} / ...`, "
+                "`masked_fill` without the underscore) so the caller's tensor stays as it was."
+            )
+
+
+def _shape(t) -> str:
+    return "(" + ", ".join(str(s) for s in t.shape) + ")"
+
+
+def _expect_tensor(name: str, value, what: str, role: str = "a tensor") -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        return value
+    kind = type(value).__name__
+    if value is None:
+        raise ExerciseError(f"Your {name} returned None {what}. Did you forget the `return` line?")
+    if type(value).__module__ == "numpy":
+        raise ExerciseError(
+            f"Your {name} returned a NumPy {kind} {what}; it should return {role} (a torch.Tensor).\n"
+            "Hint: stay with torch operations (no .numpy(), no np.* functions) so the result stays a tensor."
+        )
+    if isinstance(value, (tuple, list)):
+        raise ExerciseError(
+            f"Your {name} returned a {kind} of {len(value)} values {what}; it should return {role} "
+            "(a single torch.Tensor).\nHint: return only the output tensor, not extra values."
+        )
+    raise ExerciseError(f"Your {name} returned a {kind} {what}; it should return {role} (a torch.Tensor).")
+
+
+def _close(got: torch.Tensor, want: torch.Tensor, factor: float = 1.0) -> bool:
+    if got.shape != want.shape:
+        return False
+    got, want = got.detach().double(), want.detach().double()
+    nan_got, nan_want = torch.isnan(got), torch.isnan(want)
+    if not torch.equal(nan_got, nan_want):
+        return False
+    ok = ~nan_want
+    g, w = got[ok], want[ok]
+    if w.numel() == 0:
+        return True
+    if torch.isinf(g).any() or torch.isinf(w).any():
+        return bool(torch.equal(torch.isinf(g), torch.isinf(w))) and bool(
+            torch.equal(g[torch.isinf(g)], w[torch.isinf(w)])
+        )
+    scale = float(w.abs().max())
+    bound = factor * (_ATOL * scale + _RTOL * w.abs()) + 1e-30
+    return bool(((g - w).abs() <= bound).all())
+
+
+def _where_differs(got: torch.Tensor, want: torch.Tensor) -> str:
+    diff = (got.detach().double() - want.detach().double()).abs()
+    diff = torch.nan_to_num(diff, nan=float("inf"))
+    flat = int(diff.argmax())
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape))
+    g, w = float(got.detach().reshape(-1)[flat]), float(want.detach().reshape(-1)[flat])
+    return f"the largest difference is at index {index}: you have {g:.6g}, the reference {w:.6g}"
+
+
+def _distance(got: torch.Tensor, want: torch.Tensor) -> float:
+    g, w = got.detach().double(), want.detach().double()
+    ok = ~torch.isnan(w)
+    if not ok.any():
+        return 0.0
+    diff = torch.nan_to_num((g[ok] - w[ok]).abs(), nan=float("inf"), posinf=float("inf"))
+    return float(diff.max()) / (float(torch.nan_to_num(w[ok].abs()).max()) + 1e-30)
+
+
+def _first_match(got: dict, variants, *args) -> str | None:
+    """Name the mistake whose result matches ``got`` on every given key (the closest one wins;
+    near-ties go to the one listed first)."""
+    best, best_distance = None, float("inf")
+    for message, make in variants:
+        try:
+            alt = make(*args)
+        except Exception:  # a variant that cannot be computed for these shapes
+            continue
+        alts = alt if isinstance(alt, (list, tuple)) and alt and isinstance(alt[0], dict) else [alt]
+        for one in alts:
+            if all(k in one and _close(got[k], one[k]) for k in got):
+                distance = max(_distance(got[k], one[k]) for k in got)
+                if distance < 0.1 * best_distance:
+                    best, best_distance = message, distance
+    return best
+
+
+def _checker(name: str):
+    """Wrap a checker body: print the one-line verdict, turn a stub into 'not attempted yet'."""
+
+    def decorate(body):
+        @functools.wraps(body)
+        def wrapper(candidate):
+            error: ExerciseError | None = None
+            threads = torch.get_num_threads()
+            # The inputs are tiny: one thread is much faster than several on a busy machine.
+            torch.set_num_threads(1)
+            try:
+                with torch.random.fork_rng(devices=[]), torch.no_grad():
+                    if not callable(candidate):
+                        raise ExerciseError(
+                            f"check_{name} expects your function or class itself (its name, without "
+                            f"calling it), but got a {type(candidate).__name__}."
+                        )
+                    body(candidate)
+            except _NotAttempted:
+                print(
+                    f"… {name}: not attempted yet (replace the `raise NotImplementedError` line in the "
+                    "exercise cell with your code, run that cell, then run this one again)"
+                )
+                return None
+            except ExerciseError as exc:
+                error = exc
+            except Exception as exc:  # something the checker did not foresee: still no internals
+                error = ExerciseError(
+                    f"The checker could not use what your {name} gave back ({type(exc).__name__}: {exc}). "
+                    "Check that it returns tensors of the shapes the exercise asks for."
+                )
+            finally:
+                torch.set_num_threads(threads)
+            if error is not None:
+                cause = error.__cause__
+                error.__suppress_context__ = True
+                raise error.with_traceback(None) from cause
+            print(f"✓ {name}: all checks passed")
+            return None
+
+        return wrapper
+
+    return decorate
+
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def _randn(gen, *shape, scale=1.0):
+    return torch.randn(*shape, generator=gen) * scale
+
+
+# ----------------------------------------------------------------------------------------------
+# Positions
+
+
+def _positions(seq_len, d_model, *, swap=False, halves=False, exponent="2i", start=0, multiply=False):
+    pos = torch.arange(start, start + seq_len, dtype=torch.float64).unsqueeze(1)
+    i = torch.arange(d_model // 2, dtype=torch.float64)
+    cols = torch.arange(d_model, dtype=torch.float64)
+    if exponent == "2i":
+        e_even = e_odd = 2 * i / d_model
+    elif exponent == "i":
+        e_even = e_odd = i / d_model
+    elif exponent == "4i":
+        e_even = e_odd = 4 * i / d_model
+    else:  # each column its own exponent j/d_model
+        e_even, e_odd = cols[0::2] / d_model, cols[1::2] / d_model
+    f_even, f_odd = (10000.0 ** e_even), (10000.0 ** e_odd)
+    a_even = pos * f_even if multiply else pos / f_even
+    a_odd = pos * f_odd if multiply else pos / f_odd
+    first, second = (torch.cos, torch.sin) if swap else (torch.sin, torch.cos)
+    pe = torch.empty(seq_len, d_model, dtype=torch.float64)
+    if halves:
+        pe[:, : d_model // 2], pe[:, d_model // 2:] = first(a_even), second(a_odd)
+    else:
+        pe[:, 0::2], pe[:, 1::2] = first(a_even), second(a_odd)
+    return pe.float()
+
+
+_POSITION_MISTAKES = [
+    ("sin and cos are swapped. Column 2i (even) holds the sine and column 2i+1 (odd) the cosine.",
+     lambda L, d: {"pe": _positions(L, d, swap=True)}),
+    ("the sines and cosines sit in two halves (all sines, then all cosines). In the original "
+     "paper they are interleaved: column 2i is sin and column 2i+1 is cos of the same frequency.\n"
+     "Hint: fill pe[:, 0::2] with the sines and pe[:, 1::2] with the cosines.",
+     lambda L, d: {"pe": _positions(L, d, halves=True)}),
+    ("the sines and cosines sit in two halves (and in the wrong order). They should be "
+     "interleaved: column 2i is sin, column 2i+1 is cos of the same frequency (pe[:, 0::2], pe[:, 1::2]).",
+     lambda L, d: {"pe": _positions(L, d, halves=True, swap=True)}),
+    ("the exponent is wrong: you used 10000^(i/d_model) with i the pair index, but the exponent is "
+     "2i/d_model (the even column number 2i divided by d_model).",
+     lambda L, d: {"pe": _positions(L, d, exponent="i")}),
+    ("the exponent is wrong: you doubled 2i a second time (10000^(4i/d_model)). If you take the even "
+     "column numbers with torch.arange(0, d_model, 2), they already are 2i.",
+     lambda L, d: {"pe": _positions(L, d, exponent="4i")}),
+    ("the exponent is wrong for the odd columns: column 2i+1 should use the same frequency as column "
+     "2i (exponent 2i/d_model), not its own column number (2i+1)/d_model.",
+     lambda L, d: {"pe": _positions(L, d, exponent="j")}),
+    ("you multiply the position by 10000^(2i/d_model) instead of dividing by it: the angle is "
+     "pos / 10000^(2i/d_model).",
+     lambda L, d: {"pe": _positions(L, d, multiply=True)}),
+    ("positions start at 1, but they count from 0 (the first row is sin(0) = 0, cos(0) = 1).",
+     lambda L, d: {"pe": _positions(L, d, start=1)}),
+]
+
+
+@_checker("sinusoidal_positions")
+def check_sinusoidal_positions(fn):
+    """Check ``sinusoidal_positions(seq_len, d_model) -> Tensor[seq_len, d_model]`` (float32)."""
+    from .positions import sinusoidal_positions as reference
+
+    for seq_len, d_model in [(6, 8), (1, 2), (50, 16), (9, 64)]:
+        what = f"for seq_len={seq_len}, d_model={d_model}"
+        got = _invoke("sinusoidal_positions", what, fn, seq_len, d_model)
+        got = _expect_tensor("sinusoidal_positions", got, what, "the position table")
+        want = reference(seq_len, d_model)
+        if got.shape != want.shape:
+            hint = ""
+            if tuple(got.shape) == (d_model, seq_len):
+                hint = "\nHint: rows and columns are swapped: one row per position, one column per feature."
+            raise ExerciseError(
+                f"Your sinusoidal_positions returned shape {_shape(got)} {what}, but it should be "
+                f"(seq_len, d_model) = {_shape(want)}.{hint}"
+            )
+        if got.dtype != torch.float32:
+            raise ExerciseError(
+                f"Your sinusoidal_positions returned dtype {got.dtype} {what}; it should be torch.float32.\n"
+                "Hint: create the position and index tensors with dtype=torch.float32 (torch.arange "
+                "gives integers by default), or convert the result with .float()."
+            )
+        if torch.isnan(got).any():
+            raise ExerciseError(
+                f"Your sinusoidal_positions returned NaN values {what}. Look for a division by zero "
+                "or a power of a negative number."
+            )
+        if not _close(got, want, factor=5.0):
+            mistake = _first_match({"pe": got}, _POSITION_MISTAKES, seq_len, d_model)
+            if mistake:
+                raise ExerciseError(f"Your sinusoidal_positions is not right yet {what}: {mistake}")
+            raise ExerciseError(
+                f"Your sinusoidal_positions gives different values from the formula {what}; "
+                f"{_where_differs(got, want)}.\nHint: PE[pos, 2i] = sin(pos / 10000^(2i/d_model)) and "
+                "PE[pos, 2i+1] = cos(pos / 10000^(2i/d_model)), positions from 0."
+            )
+
+
+# ----------------------------------------------------------------------------------------------
+# Attention
+
+
+def _attention(q, k, v, mask=None, *, scale="sqrt", softmax_dim=-1, mask_mode="fill", fill="zero",
+               weights_are="softmax"):
+    """Reference attention and its usual mistakes (computed in float64, returned as q's dtype)."""
+    dtype = q.dtype
+    q, k, v = q.double(), k.double(), v.double()
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1)
+    if scale == "sqrt":
+        scores = scores / math.sqrt(d_k)
+    elif scale == "d":
+        scores = scores / d_k
+    elif scale == "times":
+        scores = scores * math.sqrt(d_k)
+    elif scale == "sqrt_dv":
+        scores = scores / math.sqrt(v.shape[-1])
+    raw = scores
+    if mask is not None:
+        mask = torch.broadcast_to(mask, scores.shape)
+        use = ~mask if mask_mode == "inverted" else mask
+        if mask_mode in ("fill", "inverted"):
+            scores = scores.masked_fill(~use, float("-inf") if fill != "min" else torch.finfo(dtype).min)
+        elif mask_mode == "zero":
+            scores = scores.masked_fill(~use, 0.0)
+    weights = torch.softmax(scores, dim=softmax_dim)
+    if mask is not None:
+        if mask_mode == "after":
+            weights = weights.masked_fill(~mask, 0.0)
+        if mask_mode in ("fill", "inverted") and fill == "zero":
+            weights = weights.masked_fill(~use.any(dim=-1, keepdim=True), 0.0)
+    out = weights @ v
+    if weights_are == "scores":
+        weights = raw
+    return {"out": out.to(dtype), "weights": weights.to(dtype)}
+
+
+def _inverted(q, k, v, mask):
+    return [_attention(q, k, v, mask, mask_mode="inverted", fill=f) for f in ("zero", "nan", "min")]
+
+
+def _wrong_axes(q, k, v, mask):
+    dims = [d for d in range(-q.dim(), -1)]
+    return [_attention(q, k, v, mask, softmax_dim=d) for d in dims]
+
+
+_ATTENTION_MISTAKES = [
+    ("the softmax runs over the wrong axis. Each query's row of weights (over the keys, the last "
+     "dimension) must sum to 1.\nHint: torch.softmax(scores, dim=-1).", _wrong_axes),
+    ("the scores are not scaled. Divide q @ k^T by sqrt(d_k), the size of the queries' last dimension.",
+     lambda q, k, v, m: _attention(q, k, v, m, scale="none")),
+    ("the scores are divided by d_k; divide them by the square root of d_k: math.sqrt(d_k).",
+     lambda q, k, v, m: _attention(q, k, v, m, scale="d")),
+    ("the scores are multiplied by sqrt(d_k); divide them by it instead.",
+     lambda q, k, v, m: _attention(q, k, v, m, scale="times")),
+    ("the scores are scaled with the size of v (d_v); use the size of q and k (d_k = q.shape[-1]).",
+     lambda q, k, v, m: _attention(q, k, v, m, scale="sqrt_dv")),
+    ("the mask is inverted. True means 'may attend', so fill the scores where the mask is False "
+     "(use ~mask or mask == False).", _inverted),
+    ("masked scores are set to 0, but exp(0) = 1, so masked keys still get weight. Fill them with "
+     "float('-inf') (or torch.finfo(scores.dtype).min) before the softmax.",
+     lambda q, k, v, m: _attention(q, k, v, m, mask_mode="zero")),
+    ("the mask is applied after the softmax, so the remaining weights no longer sum to 1. Fill the "
+     "masked scores with float('-inf') before the softmax instead.",
+     lambda q, k, v, m: _attention(q, k, v, m, mask_mode="after")),
+    ("the mask has no effect: masked keys still get weight. Fill the scores where mask is False with "
+     "float('-inf') before the softmax, e.g. scores.masked_fill(~mask, float('-inf')).",
+     lambda q, k, v, m: _attention(q, k, v, m, mask_mode="ignore")),
+    ("the weights you return are the raw scores from before the softmax. Return the weights after "
+     "the softmax (the ones you multiply v with).",
+     lambda q, k, v, m: _attention(q, k, v, m, weights_are="scores")),
+]
+
+
+def _attention_cases():
+    g = _gen(1)
+    cases = []
+    q, k, v = _randn(g, 2, 3, 4), _randn(g, 2, 5, 4), _randn(g, 2, 5, 6)
+    cases.append(("on batched inputs q (2, 3, 4), k (2, 5, 4), v (2, 5, 6) without a mask", q, k, v, None,
+                  ""))
+    q, k, v = _randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 5, 8), _randn(g, 2, 3, 5, 6)
+    cases.append(("on multi-head inputs q (2, 3, 4, 8), k (2, 3, 5, 8), v (2, 3, 5, 6) without a mask",
+                  q, k, v, None,
+                  "It works for 3-D inputs but not with a heads dimension: transpose only the last two "
+                  "dimensions (k.transpose(-2, -1)) and use dim=-1."))
+    pad = torch.tensor([[True] * 5, [True, True, True, False, False]])
+    q, k, v = _randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 5, 8), _randn(g, 2, 3, 5, 6)
+    cases.append(("with a padding mask of shape (2, 1, 1, 5) (True = may attend), q (2, 3, 4, 8)",
+                  q, k, v, pad[:, None, None, :],
+                  "Without a mask your code is right, so look at how you use the mask: fill the scores "
+                  "where mask is False with float('-inf') before the softmax."))
+    q, k, v = _randn(g, 2, 4, 8), _randn(g, 2, 5, 8), _randn(g, 2, 5, 3)
+    cases.append(("with a padding mask of shape (2, 1, 5) on 3-D inputs", q, k, v, pad[:, None, :], ""))
+    x = _randn(g, 1, 2, 5, 4)
+    cases.append(("with a causal mask of shape (5, 5) (self-attention)", x, x.clone() * 0.5 + 0.1,
+                  _randn(g, 1, 2, 5, 6), torch.ones(5, 5, dtype=torch.bool).tril(), ""))
+    rnd = torch.rand(2, 2, 4, 5, generator=g) > 0.5
+    rnd[..., 0] = True  # every query keeps at least one key (fully masked rows are not tested)
+    q, k, v = _randn(g, 2, 2, 4, 8), _randn(g, 2, 2, 5, 8), _randn(g, 2, 2, 5, 6)
+    cases.append(("with a full (2, 2, 4, 5) mask", q, k, v, rnd, ""))
+    q, k, v = _randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 5, 8), _randn(g, 2, 3, 5, 6)
+    cases.append(("with tiny inputs (about 1e-3)", q * 1e-3, k * 1e-3, v * 1e-3, pad[:, None, None, :], ""))
+    q, k, v = _randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 5, 8), _randn(g, 2, 3, 5, 6)
+    cases.append(("with large inputs (q, k about 10, v about 1000)", q * 10, k * 10, v * 1e3,
+                  pad[:, None, None, :],
+                  "It works on ordinary inputs but not on large ones. If you wrote the softmax yourself, "
+                  "subtract each row's maximum before exp() (or use torch.softmax)."))
+    return cases
+
+
+@_checker("scaled_dot_product_attention")
+def check_scaled_dot_product_attention(fn):
+    """Check ``scaled_dot_product_attention(q, k, v, mask=None) -> (out, weights)``."""
+    name = "scaled_dot_product_attention"
+    for label, q, k, v, mask, case_hint in _attention_cases():
+        inputs = {"q": q, "k": k, "v": v}
+        if mask is not None:
+            inputs["mask"] = mask
+        before = _snapshot(inputs)
+        if mask is None:
+            result = _invoke(name, label, fn, q, k, v)
+        else:
+            result = _invoke(name, label, fn, q, k, v, mask)
+        _check_unchanged(name, before, inputs)
+        want = _attention(q, k, v, mask)
+        want_out, want_w = want["out"], want["weights"]
+        if isinstance(result, torch.Tensor):
+            raise ExerciseError(
+                f"Your {name} returned a single tensor {label}; it should return two: (out, weights).\n"
+                "Hint: end with `return out, weights`."
+            )
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            if isinstance(result, (tuple, list)):
+                raise ExerciseError(
+                    f"Your {name} returned {len(result)} values {label}; it should return two: (out, weights)."
+                )
+            _expect_tensor(name, result, label, "the pair (out, weights)")
+        out = _expect_tensor(name, result[0], label, "out as its first value")
+        weights = _expect_tensor(name, result[1], label, "the weights as its second value")
+        if out.shape == want_w.shape and weights.shape == want_out.shape and out.shape != weights.shape:
+            raise ExerciseError(
+                f"Your {name} returned (weights, out) {label}; the order is (out, weights)."
+            )
+        for what, got, ref, desc in (("out", out, want_out, "(..., L_q, d_v)"),
+                                     ("weights", weights, want_w, "(..., L_q, L_k)")):
+            if got.shape != ref.shape:
+                hint = ""
+                if what == "out" and got.shape[-1] == q.shape[-1] != v.shape[-1]:
+                    hint = "\nHint: out's last dimension comes from v (d_v), not from q: out = weights @ v."
+                raise ExerciseError(
+                    f"Your {name} returned {what} of shape {_shape(got)} {label}, but it should be "
+                    f"{desc} = {_shape(ref)}.{hint}"
+                )
+            if got.dtype != ref.dtype:
+                raise ExerciseError(
+                    f"Your {name} returned {what} with dtype {got.dtype} {label}, but the inputs are "
+                    f"{ref.dtype}. Keep the inputs' dtype (no .double(), no float64 constants as tensors)."
+                )
+        bad = {key: t for key, t, ref in (("out", out, want_out), ("weights", weights, want_w))
+               if not _close(t, ref)}
+        if not bad:
+            continue
+        mistake = _first_match(bad, _ATTENTION_MISTAKES, q, k, v, mask)
+        if mistake:
+            raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
+        if any(torch.isnan(t).any() for t in bad.values()):
+            hint = case_hint or (
+                "NaN comes from exp() overflowing or from a row where every score is -inf. "
+                + ("Check that the mask is not inverted." if mask is not None else
+                   "If you wrote the softmax yourself, subtract each row's maximum before exp().")
+            )
+            raise ExerciseError(f"Your {name} returned NaN values {label}.\nHint: {hint}")
+        if "out" in bad and "weights" not in bad:
+            raise ExerciseError(
+                f"Your {name}'s weights are right but out is not {label}: "
+                f"{_where_differs(out, want_out)}.\nHint: out = weights @ v."
+            )
+        if "weights" in bad and "out" not in bad:
+            raise ExerciseError(
+                f"Your {name}'s out is right but the weights you return are not {label}: "
+                f"{_where_differs(weights, want_w)}.\nHint: return the weights after the softmax, the "
+                "same ones you multiply v with."
+            )
+        sums = weights.sum(dim=-1)
+        extra = case_hint
+        if not extra and not torch.allclose(sums[~torch.isnan(sums)], torch.ones(()), atol=1e-3):
+            extra = "Each row of your weights should sum to 1 (a softmax over the keys, dim=-1)."
+        raise ExerciseError(
+            f"Your {name} gives different numbers from the reference {label}: "
+            f"{_where_differs(bad.get('out', out), want_out if 'out' in bad else want_w)}."
+            + (f"\nHint: {extra}" if extra else
+               "\nHint: softmax(q @ k^T / sqrt(d_k)) @ v, with masked scores set to -inf before the softmax.")
+        )
+
+
+# ----------------------------------------------------------------------------------------------
+# Masks
+
+
+def _check_mask_like(name, got, want, label, layout,
+                     build="a comparison such as `token_ids != pad_id` already gives bools"):
+    got = _expect_tensor(name, got, label, "a bool mask")
+    if got.shape != want.shape:
+        hint = f"\nHint: {layout}"
+        raise ExerciseError(
+            f"Your {name} returned shape {_shape(got)} {label}, but it should be {_shape(want)}.{hint}"
+        )
+    if got.dtype != torch.bool:
+        raise ExerciseError(
+            f"Your {name} returned dtype {got.dtype} {label}; a mask should be a bool tensor "
+            f"(True = may attend).\nHint: {build}; do not convert it to numbers (no .float(), .int(), "
+            ".long())."
+        )
+    return got
+
+
+@_checker("padding_mask")
+def check_padding_mask(fn):
+    """Check ``padding_mask(token_ids, pad_id) -> BoolTensor[B, 1, 1, L]`` (True = real token)."""
+    from .masks import padding_mask as reference
+
+    name = "padding_mask"
+    cases = [
+        (torch.tensor([[5, 7, 9, 0, 0], [3, 4, 0, 0, 0], [8, 6, 2, 4, 1]]), 0,
+         "for token ids of shape (3, 5) with pad_id=0"),
+        (torch.tensor([[0, 17, 4, 1, 1, 1], [0, 9, 9, 9, 12, 2]]), 1,
+         "for token ids of shape (2, 6) with pad_id=1 (0 is a real token here)"),
+        (torch.tensor([[2, 3]]), 0, "for token ids of shape (1, 2) without padding"),
+    ]
+    for ids, pad_id, label in cases:
+        inputs = {"token_ids": ids}
+        before = _snapshot(inputs)
+        got = _invoke(name, label, fn, ids, pad_id)
+        _check_unchanged(name, before, inputs)
+        want = reference(ids, pad_id)
+        b, length = ids.shape
+        if isinstance(got, torch.Tensor) and got.shape != want.shape:
+            if tuple(got.shape) == (b, length):
+                layout = ("add the two middle dimensions so the mask broadcasts over heads and queries: "
+                          "mask[:, None, None, :] gives (B, 1, 1, L).")
+            elif sorted(got.shape) == sorted(want.shape):
+                layout = "the key axis L must be the last dimension: (B, 1, 1, L)."
+            else:
+                layout = "the shape should be (B, 1, 1, L), e.g. (token_ids != pad_id)[:, None, None, :]."
+        else:
+            layout = "the shape should be (B, 1, 1, L)."
+        got = _check_mask_like(name, got, want, label, layout)
+        if torch.equal(got, want):
+            continue
+        if torch.equal(got, ~want):
+            raise ExerciseError(
+                f"Your {name} is inverted {label}: it marks the padding with True. In this course True "
+                "means 'may attend', so real tokens are True and padding is False (token_ids != pad_id)."
+            )
+        if pad_id != 0 and torch.equal(got, (ids != 0)[:, None, None, :]):
+            raise ExerciseError(
+                f"Your {name} compares with 0 instead of pad_id {label}. Use the pad_id argument: "
+                "token_ids != pad_id."
+            )
+        raise ExerciseError(
+            f"Your {name} gives a different mask {label}: you return {got[:, 0, 0, :].int().tolist()}, "
+            f"the right mask is {want[:, 0, 0, :].int().tolist()} (1 = True = real token)."
+        )
+
+
+@_checker("causal_mask")
+def check_causal_mask(fn):
+    """Check ``causal_mask(L) -> BoolTensor[L, L]``, True on and below the diagonal."""
+    name = "causal_mask"
+    for length in (5, 1, 2, 8):
+        label = f"for L={length}"
+        got = _invoke(name, label, fn, length)
+        want = torch.ones(length, length, dtype=torch.bool).tril()
+        got = _check_mask_like(name, got, want, label,
+                               "return one row per query and one column per key: shape (L, L).",
+                               "build it from bools, e.g. torch.ones(L, L, dtype=torch.bool).tril()")
+        if torch.equal(got, want):
+            continue
+        ones = torch.ones(length, length, dtype=torch.bool)
+        if torch.equal(got, ones.triu(1)):
+            message = ("it is inverted: True marks the future positions. True means 'may attend', so "
+                       "position i may attend to 0..i (the lower triangle, torch.tril).")
+        elif torch.equal(got, ones.triu()):
+            message = ("True sits on and above the diagonal, so each position sees the future. Query i "
+                       "(row i) may attend to keys 0..i: the lower triangle, torch.tril.")
+        elif torch.equal(got, ones.tril(-1)):
+            message = ("the diagonal is False, so a position cannot attend to itself. Keep the diagonal: "
+                       "torch.tril(..., diagonal=0).")
+        elif torch.equal(got, ~ones.tril(-1)):
+            message = "it is inverted. True means 'may attend': True on and below the diagonal (torch.tril)."
+        else:
+            message = (f"you return {got.int().tolist()}, the right mask is {want.int().tolist()} "
+                       "(1 = True = may attend; row = query, column = key).")
+        raise ExerciseError(f"Your {name} is not right yet {label}: {message}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Modules: building, randomising, calling
+
+
+def _build(name: str, cls, *args, **kwargs):
+    shown = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
+    what = f"when built as {cls.__name__}({shown})"
+    module = _invoke(name, what, cls, *args, **kwargs)
+    if not isinstance(module, torch.nn.Module):
+        raise ExerciseError(f"{cls.__name__}({shown}) did not give an nn.Module; your class should "
+                            "subclass torch.nn.Module.")
+    return module
+
+
+def _sub(name: str, module, path: str, shape=None):
+    obj = module
+    parts = path.split(".")
+    for i, part in enumerate(parts):
+        if not hasattr(obj, part):
+            missing = ".".join(parts[: i + 1])
+            raise ExerciseError(
+                f"Your {name} has no `{missing}`. Keep the names the exercise's __init__ gives "
+                "(the checker copies the same weights into the reference through them)."
+            )
+        obj = getattr(obj, part)
+    if shape is not None:
+        if not isinstance(obj, torch.Tensor) or tuple(obj.shape) != tuple(shape):
+            got = _shape(obj) if isinstance(obj, torch.Tensor) else type(obj).__name__
+            raise ExerciseError(f"Your {name}'s `{path}` has shape {got}, expected {tuple(shape)}; keep "
+                                "the __init__ the exercise gives.")
+    return obj
+
+
+def _randomise(module: torch.nn.Module, seed: int) -> None:
+    """Give every parameter a random value (norm gains around 1, biases around 0)."""
+    g = _gen(seed)
+    for pname, p in module.named_parameters():
+        if p.dim() == 1:
+            if pname.endswith("bias"):
+                value = _randn(g, *p.shape, scale=0.3)
+            else:
+                value = 1.0 + _randn(g, *p.shape, scale=0.3)
+        else:
+            fan_in = p.shape[-1]
+            value = _randn(g, *p.shape, scale=1.0 / math.sqrt(fan_in))
+        p.data.copy_(value.to(p.dtype))
+
+
+def _copy_params(name: str, cand, ref, paths) -> None:
+    for path in paths:
+        src = _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
+        _sub(name, ref, path).data.copy_(src.detach())
+
+
+def _call_module(name, module, label, *args):
+    inputs = {"x": args[0]}
+    if len(args) > 1 and args[1] is not None:
+        inputs["mask"] = args[1]
+    before = _snapshot(inputs)
+    if len(args) > 1 and args[1] is None:
+        args = args[:1]
+    got = _invoke(name, label, module, *args)
+    _check_unchanged(name, before, inputs)
+    return _expect_tensor(name, got, label, "the output tensor")
+
+
+def _compare_output(name, got, want, label, mistakes, variant_args, generic_hint, case_hint="",
+                    factor=1.0):
+    if got.shape != want.shape:
+        hint = ""
+        if sorted(got.shape) == sorted(want.shape):
+            hint = "\nHint: the dimensions are in the wrong order; check your transposes and reshapes."
+        raise ExerciseError(
+            f"Your {name} returned shape {_shape(got)} {label}, but it should be {_shape(want)}.{hint}"
+        )
+    if got.dtype != want.dtype:
+        raise ExerciseError(
+            f"Your {name} returned dtype {got.dtype} {label}, but the input is {want.dtype}. Keep "
+            "the input's dtype."
+        )
+    if _close(got, want, factor):
+        return
+    mistake = _first_match({"out": got}, mistakes, *variant_args)
+    if mistake:
+        raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
+    if torch.isnan(got).any() or torch.isinf(got).any():
+        raise ExerciseError(
+            f"Your {name} returned NaN or infinite values {label}.\nHint: {case_hint or generic_hint}"
+        )
+    raise ExerciseError(
+        f"Your {name} gives different numbers from the reference {label}: {_where_differs(got, want)}."
+        f"\nHint: {case_hint or generic_hint}"
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Multi-head attention
+
+
+_MHA_PATHS = [f"{w}.{p}" for w in ("w_q", "w_k", "w_v", "w_o") for p in ("weight", "bias")]
+
+
+def _mha(x, p, n_heads, mask=None, *, split="transpose", merge="transpose", scale="head",
+         use_wo=True, project_v=True, **attn_kw):
+    b, length, d_model = x.shape
+    d_head = d_model // n_heads
+    x64 = x.double()
+    lin = {k: v.double() for k, v in p.items()}
+
+    def proj(w, t):
+        return F.linear(t, lin[f"{w}.weight"], lin[f"{w}.bias"])
+
+    def split_(t):
+        if split == "transpose":
+            return t.reshape(b, length, n_heads, d_head).transpose(1, 2)
+        return t.reshape(b, n_heads, length, d_head)
+
+    q, k = split_(proj("w_q", x64)), split_(proj("w_k", x64))
+    v = split_(proj("w_v", x64) if project_v else x64)
+    if scale == "model":
+        q = q * math.sqrt(d_head) / math.sqrt(d_model)
+    elif scale == "none":
+        q = q * math.sqrt(d_head)
+    heads = _attention(q, k, v, mask, **attn_kw)["out"]
+    if merge == "transpose":
+        merged = heads.transpose(1, 2).reshape(b, length, d_model)
+    else:
+        merged = heads.reshape(b, length, d_model)
+    out = proj("w_o", merged) if use_wo else merged
+    return {"out": out.to(x.dtype)}
+
+
+_MHA_MISTAKES = [
+    ("the heads are split without the transpose. Reshape (B, L, d_model) to (B, L, H, d_head) and then "
+     "transpose to (B, H, L, d_head); a direct view to (B, H, L, d_head) mixes positions and features.",
+     lambda x, p, h, m: [_mha(x, p, h, m, split="plain", merge="plain"),
+                         _mha(x, p, h, m, split="plain")]),
+    ("the heads are merged without the transpose. Transpose (B, H, L, d_head) back to (B, L, H, d_head) "
+     "before reshaping to (B, L, d_model) (call .contiguous() or use .reshape).",
+     lambda x, p, h, m: _mha(x, p, h, m, merge="plain")),
+    ("the output projection is missing: after merging the heads, apply self.w_o.",
+     lambda x, p, h, m: _mha(x, p, h, m, use_wo=False)),
+    ("the values are not projected: v should be self.w_v(x), split into heads like q and k.",
+     lambda x, p, h, m: _mha(x, p, h, m, project_v=False)),
+    ("the scores are scaled by sqrt(d_model); each head should use sqrt(d_head) = sqrt(d_model / n_heads).",
+     lambda x, p, h, m: _mha(x, p, h, m, scale="model")),
+    ("the scores are not scaled: divide each head's q @ k^T by sqrt(d_head).",
+     lambda x, p, h, m: _mha(x, p, h, m, scale="none")),
+    ("the softmax runs over the wrong axis: it must normalise over the keys, the last dimension (dim=-1).",
+     lambda x, p, h, m: [_mha(x, p, h, m, softmax_dim=d) for d in (1, 2)]),
+    ("the mask is inverted. True means 'may attend': fill the scores where the mask is False.",
+     lambda x, p, h, m: [_mha(x, p, h, m, mask_mode="inverted", fill=f) for f in ("zero", "nan", "min")]),
+    ("masked scores are set to 0, which still gives those keys weight. Fill them with float('-inf') "
+     "before the softmax.", lambda x, p, h, m: _mha(x, p, h, m, mask_mode="zero")),
+    ("the mask is applied after the softmax; fill the masked scores with float('-inf') before it.",
+     lambda x, p, h, m: _mha(x, p, h, m, mask_mode="after")),
+    ("the mask has no effect (is it passed on to the attention?). Padding keys must get zero weight.",
+     lambda x, p, h, m: _mha(x, p, h, m, mask_mode="ignore")),
+]
+
+
+@_checker("multi_head_attention")
+def check_multi_head_attention(cls):
+    """Check a ``MultiHeadAttention(d_model, n_heads)`` class (``w_q, w_k, w_v, w_o``; ``forward(x, mask=None)``)."""
+    from .multi_head import MultiHeadAttention as Reference
+
+    name = "MultiHeadAttention"
+    g = _gen(2)
+    pad = torch.tensor([[True] * 6, [True, True, True, True, False, False]])[:, None, None, :]
+    for d_model, n_heads, seed in ((16, 4, 11), (12, 3, 12), (8, 1, 13)):
+        cand = _build(name, cls, d_model, n_heads)
+        ref = Reference(d_model, n_heads, fast=False)
+        for path in _MHA_PATHS:
+            _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
+        _randomise(cand, seed)
+        _copy_params(name, cand, ref, _MHA_PATHS)
+        params = {path: _sub(name, ref, path).detach() for path in _MHA_PATHS}
+        ref.eval()
+        x = _randn(g, 2, 6, d_model)
+        cases = [
+            (f"with d_model={d_model}, n_heads={n_heads}, x (2, 6, {d_model}), no mask", x, None, ""),
+            (f"with d_model={d_model}, n_heads={n_heads} and a padding mask (2, 1, 1, 6)", x, pad,
+             "Without a mask your class is right: pass the mask on to the attention and fill masked "
+             "scores with float('-inf') before the softmax."),
+            (f"with tiny inputs (about 1e-3), d_model={d_model}, n_heads={n_heads}", x * 1e-3, pad, ""),
+            (f"with large inputs (about 1000), d_model={d_model}, n_heads={n_heads}", x * 1e3, pad,
+             "It works on ordinary inputs but not on large ones: if you wrote the softmax yourself, "
+             "subtract each row's maximum before exp()."),
+        ]
+        for mode in (("eval", "train") if d_model == 16 else ("eval",)):
+            getattr(cand, mode)()
+            for label, xx, mask, case_hint in cases:
+                label_m = f"{label}, in {mode}() mode"
+                got = _call_module(name, cand, label_m, xx, mask)
+                want = ref(xx, mask) if mask is not None else ref(xx)
+                _compare_output(
+                    name, got, want, label_m, _MHA_MISTAKES, (xx, params, n_heads, mask),
+                    "project x with w_q, w_k, w_v; split into heads (B, H, L, d_head); attend with the "
+                    "mask; merge the heads back to (B, L, d_model); apply w_o.", case_hint)
+
+
+# ----------------------------------------------------------------------------------------------
+# LayerNorm
+
+
+def _ln(x, weight, bias, eps, *, dims=(-1,), unbiased=False, eps_out=False, use_w=True, use_b=True,
+        center=True, swap=False, use_eps=True):
+    x64 = x.double()
+    mean = x64.mean(dim=dims, keepdim=True) if center else 0.0
+    var = x64.var(dim=dims, keepdim=True, unbiased=unbiased)
+    e = eps if use_eps else 0.0
+    if eps_out:
+        y = (x64 - mean) / (var.sqrt() + e)
+    else:
+        y = (x64 - mean) / torch.sqrt(var + e)
+    w, b = (bias, weight) if swap else (weight, bias)
+    if use_w:
+        y = y * w.double()
+    if use_b:
+        y = y + b.double()
+    return {"out": y.to(x.dtype)}
+
+
+_LN_MISTAKES = [
+    ("it normalises over the wrong axis. LayerNorm normalises each token over its own features, the "
+     "last dimension: mean and variance with dim=-1, keepdim=True (not across the sequence or batch).",
+     lambda x, w, b, e: [_ln(x, w, b, e, dims=(d,)) for d in range(x.dim() - 1)]
+     + [_ln(x, w, b, e, dims=tuple(range(x.dim())))] + ([_ln(x, w, b, e, dims=(-2, -1))] if x.dim() > 2 else [])),
+    ("it uses the unbiased variance (dividing by d_model - 1). LayerNorm divides by d_model: "
+     "x.var(dim=-1, unbiased=False, keepdim=True) (torch.var and torch.std default to unbiased).",
+     lambda x, w, b, e: [_ln(x, w, b, e, unbiased=True), _ln(x, w, b, e, unbiased=True, eps_out=True)]),
+    ("eps is added outside the square root. It belongs inside: (x - mean) / sqrt(var + eps).",
+     lambda x, w, b, e: _ln(x, w, b, e, eps_out=True)),
+    ("eps is missing: divide by sqrt(var + eps), not sqrt(var) (it matters when the variance is tiny).",
+     lambda x, w, b, e: _ln(x, w, b, e, use_eps=False)),
+    ("it ignores the eps it was given: use self.eps (the value passed to __init__), not a fixed number.",
+     lambda x, w, b, e: [_ln(x, w, b, fixed) for fixed in (1e-5, 1e-6, 1e-12, 1e-8) if fixed != e]),
+    ("gamma (self.weight) and beta (self.bias) are swapped: y = x_hat * weight + bias.",
+     lambda x, w, b, e: _ln(x, w, b, e, swap=True)),
+    ("gamma and beta are missing: after normalising, multiply by self.weight and add self.bias.",
+     lambda x, w, b, e: _ln(x, w, b, e, use_w=False, use_b=False)),
+    ("gamma (self.weight) is missing: multiply the normalised x by self.weight before adding self.bias.",
+     lambda x, w, b, e: _ln(x, w, b, e, use_w=False)),
+    ("beta (self.bias) is missing: add self.bias after multiplying by self.weight.",
+     lambda x, w, b, e: _ln(x, w, b, e, use_b=False)),
+    ("the mean is not subtracted: x_hat = (x - mean) / sqrt(var + eps).",
+     lambda x, w, b, e: _ln(x, w, b, e, center=False)),
+]
+
+
+@_checker("layer_norm")
+def check_layer_norm(cls):
+    """Check a ``LayerNorm(d_model, eps=1e-5)`` class (parameters ``weight``, ``bias``)."""
+    from .layer_norm import LayerNorm as Reference
+
+    name = "LayerNorm"
+    g = _gen(3)
+    for d_model, eps, seed in ((16, None, 21), (8, 1e-3, 22)):
+        if eps is None:
+            cand, ref = _build(name, cls, d_model), Reference(d_model)
+        else:
+            cand, ref = _build(name, cls, d_model, eps=eps), Reference(d_model, eps=eps)
+        for path in ("weight", "bias"):
+            _sub(name, cand, path, shape=(d_model,))
+        _randomise(cand, seed)
+        _copy_params(name, cand, ref, ("weight", "bias"))
+        w, b, e = ref.weight.detach(), ref.bias.detach(), ref.eps
+        eps_txt = f"eps={e:g}"
+        x = _randn(g, 2, 5, d_model) + 0.5
+        cases = [
+            (f"on x of shape (2, 5, {d_model}), {eps_txt}", x, ""),
+            (f"on x of shape (4, {d_model}) (2-D input), {eps_txt}", _randn(g, 4, d_model) * 2 - 1, ""),
+            (f"on tiny inputs (about 1e-3), {eps_txt}", x * 1e-3,
+             "It works on ordinary inputs but not on tiny ones, where eps matters: "
+             "(x - mean) / sqrt(var + eps), with the eps given to __init__."),
+            (f"on large inputs (about 1000), {eps_txt}", x * 1e3, ""),
+        ]
+        for mode in ("eval", "train"):
+            getattr(cand, mode)()
+            for label, xx, case_hint in cases:
+                label_m = label if mode == "eval" else f"{label}, in train() mode"
+                before = _snapshot({"x": xx})
+                got = _invoke(name, label_m, cand, xx)
+                _check_unchanged(name, before, {"x": xx})
+                got = _expect_tensor(name, got, label_m, "the normalised tensor")
+                want = ref(xx)
+                _compare_output(name, got, want, label_m, _LN_MISTAKES, (xx, w, b, e),
+                                "y = weight * (x - mean) / sqrt(var + eps) + bias, with mean and the "
+                                "biased variance over the last dimension.", case_hint, factor=2.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Feed-forward
+
+
+def _ffn(x, p, *, act="gelu", act_out=False, residual=False):
+    x64 = x.double()
+    h = F.linear(x64, p["w1.weight"].double(), p["w1.bias"].double())
+    acts = {
+        "gelu": F.gelu, "relu": F.relu, "none": lambda t: t, "tanh": lambda t: F.gelu(t, approximate="tanh"),
+        "sigmoid": lambda t: t * torch.sigmoid(1.702 * t), "silu": F.silu,
+    }
+    h = acts[act](h)
+    y = F.linear(h, p["w2.weight"].double(), p["w2.bias"].double())
+    if act_out:
+        y = acts[act](y)
+    if residual:
+        y = y + x64
+    return {"out": y.to(x.dtype)}
+
+
+def _ffn_mistakes(expected: str):
+    other = "relu" if expected == "gelu" else "gelu"
+    mistakes = [
+        (f"it uses {'ReLU' if other == 'relu' else 'GELU'} where this feed-forward network should use "
+         f"{expected.upper() if expected == 'gelu' else 'ReLU'}"
+         + (" (the default activation is the exact GELU: F.gelu(h))." if expected == "gelu"
+            else " (activation='relu' was asked: F.relu(h); read self.activation)."),
+         lambda x, p: _ffn(x, p, act=other)),
+        ("there is no non-linearity between w1 and w2: apply the activation to w1(x) before w2.",
+         lambda x, p: _ffn(x, p, act="none")),
+        ("the activation is also applied after w2; the output is w2(act(w1(x))), with nothing after w2.",
+         lambda x, p: _ffn(x, p, act=expected, act_out=True)),
+        ("it adds the input back (a residual). The feed-forward network returns w2(act(w1(x))) only; "
+         "the encoder block adds the residual.",
+         lambda x, p: _ffn(x, p, act=expected, residual=True)),
+    ]
+    if expected == "gelu":
+        mistakes += [
+            ("it uses an approximation of GELU (tanh or sigmoid). The course uses the exact GELU with "
+             "the erf: F.gelu(h) (approximate='none').",
+             lambda x, p: [_ffn(x, p, act="tanh"), _ffn(x, p, act="sigmoid")]),
+            ("it uses SiLU (swish) instead of GELU: use F.gelu(h).", lambda x, p: _ffn(x, p, act="silu")),
+        ]
+    return mistakes
+
+
+@_checker("feed_forward")
+def check_feed_forward(cls):
+    """Check a ``FeedForward(d_model, d_ff)`` class (``w1``, ``w2``, exact GELU by default)."""
+    import inspect
+
+    from .feed_forward import FeedForward as Reference
+
+    name = "FeedForward"
+    g = _gen(4)
+    paths = ("w1.weight", "w1.bias", "w2.weight", "w2.bias")
+    try:
+        params_of_init = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        params_of_init = {}
+    settings = [(8, 32, None, 31), (6, 10, None, 32)]
+    if "activation" in params_of_init:
+        settings.append((8, 16, "relu", 33))
+    for d_model, d_ff, activation, seed in settings:
+        if activation is None:
+            cand, ref, act = _build(name, cls, d_model, d_ff), Reference(d_model, d_ff), "gelu"
+        else:
+            cand, ref = _build(name, cls, d_model, d_ff, activation=activation), Reference(
+                d_model, d_ff, activation=activation)
+            act = activation
+        ref.eval()
+        for path in paths:
+            _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
+        _randomise(cand, seed)
+        _copy_params(name, cand, ref, paths)
+        p = {path: _sub(name, ref, path).detach() for path in paths}
+        x = _randn(g, 2, 5, d_model)
+        setting = f"d_model={d_model}, d_ff={d_ff}" + (f", activation={activation!r}" if activation else "")
+        cases = [
+            (f"with {setting}, x (2, 5, {d_model})", x),
+            (f"with {setting}, tiny inputs (about 1e-3)", x * 1e-3),
+            (f"with {setting}, large inputs (about 1000)", x * 1e3),
+        ]
+        for mode in ("eval", "train"):
+            getattr(cand, mode)()
+            for label, xx in cases:
+                label_m = f"{label}, in {mode}() mode"
+                got = _call_module(name, cand, label_m, xx)
+                _compare_output(name, got, ref(xx), label_m, _ffn_mistakes(act), (xx, p),
+                                "output = w2(activation(w1(x))), the same for every position.")
+
+
+# ----------------------------------------------------------------------------------------------
+# Encoder block
+
+
+_BLOCK_PATHS = (
+    [f"attn.{p}" for p in _MHA_PATHS]
+    + [f"ffn.{w}.{p}" for w in ("w1", "w2") for p in ("weight", "bias")]
+    + [f"{n}.{p}" for n in ("norm1", "norm2") for p in ("weight", "bias")]
+)
+
+
+def _block(x, r, mask, norm_first, kind="right"):
+    """The block and its usual mistakes, from the reference's submodules ``r`` (in eval mode)."""
+    attn = (lambda t: r.attn(t, mask)) if kind != "no_mask" else (lambda t: r.attn(t))
+    ffn, n1, n2 = r.ffn, r.norm1, r.norm2
+    if kind == "swap_norms":
+        n1, n2 = n2, n1
+    if kind == "swap_ln":
+        norm_first = not norm_first
+    if norm_first:
+        if kind == "norm_residual":
+            h = n1(x)
+            x = h + attn(h)
+            h = n2(x)
+            return {"out": h + ffn(h)}
+        if kind == "no_residual":
+            x = attn(n1(x))
+            return {"out": ffn(n2(x))}
+        if kind == "parallel":
+            return {"out": x + attn(n1(x)) + ffn(n2(x))}
+        x = x + attn(n1(x))
+        return {"out": x + ffn(n2(x))}
+    if kind == "no_residual":
+        x = n1(attn(x))
+        return {"out": n2(ffn(x))}
+    if kind == "parallel":
+        a = n1(x + attn(x))
+        return {"out": n2(a + ffn(x))}
+    x = n1(x + attn(x))
+    return {"out": n2(x + ffn(x))}
+
+
+def _block_mistakes(norm_first: bool):
+    asked = ("pre-LN (norm_first=True): x = x + attn(norm1(x)); x = x + ffn(norm2(x))" if norm_first else
+             "post-LN (norm_first=False): x = norm1(x + attn(x)); x = norm2(x + ffn(x))")
+    wrote = "post-LN" if norm_first else "pre-LN"
+    return [
+        (f"pre-LN and post-LN are mixed up: you wrote {wrote}, but this block was built as {asked}.\n"
+         "Hint: branch on self.norm_first.",
+         lambda x, r, m: _block(x, r, m, norm_first, "swap_ln")),
+        ("a residual connection is missing: each sublayer's output is added to its input (x + ...).",
+         lambda x, r, m: _block(x, r, m, norm_first, "no_residual")),
+        ("norm1 and norm2 are swapped: norm1 goes with the attention sublayer, norm2 with the feed-forward.",
+         lambda x, r, m: _block(x, r, m, norm_first, "swap_norms")),
+        ("the mask is not passed to the attention: call self.attn(..., mask).",
+         lambda x, r, m: _block(x, r, m, norm_first, "no_mask")),
+        ("the residual adds the normalised x. In pre-LN the residual stream stays un-normalised: "
+         "x = x + attn(norm1(x)), not h + attn(h) with h = norm1(x).",
+         lambda x, r, m: _block(x, r, m, norm_first, "norm_residual")),
+        ("the feed-forward network reads the block's input instead of the attention sublayer's result: "
+         "compute the attention step first, then feed its output to the feed-forward step.",
+         lambda x, r, m: _block(x, r, m, norm_first, "parallel")),
+    ]
+
+
+@_checker("encoder_block")
+def check_encoder_block(cls):
+    """Check an ``EncoderBlock(d_model, n_heads, d_ff, dropout=..., norm_first=...)`` class."""
+    from .block import EncoderBlock as Reference
+
+    name = "EncoderBlock"
+    g = _gen(5)
+    d_model, n_heads, d_ff = 16, 4, 32
+    pad = torch.tensor([[True] * 5, [True, True, True, False, False]])[:, None, None, :]
+    x = _randn(g, 2, 5, d_model)
+    for norm_first in (False, True):
+        style = "pre-LN (norm_first=True)" if norm_first else "post-LN (norm_first=False)"
+        for dropout in (0.3, 0.0):
+            cand = _build(name, cls, d_model, n_heads, d_ff, dropout=dropout, norm_first=norm_first)
+            ref = Reference(d_model, n_heads, d_ff, dropout=0.0, norm_first=norm_first, fast=False)
+            for path in _BLOCK_PATHS:
+                _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
+            _randomise(cand, 41 + norm_first)
+            _copy_params(name, cand, ref, _BLOCK_PATHS)
+            for norm in ("norm1", "norm2"):
+                eps = getattr(_sub(name, cand, norm), "eps", None)
+                if isinstance(eps, float):
+                    getattr(ref, norm).eps = eps
+            ref.eval()
+            cases = [
+                (f"as {style}, x (2, 5, {d_model}), no mask", x, None),
+                (f"as {style} with a padding mask (2, 1, 1, 5)", x, pad),
+                (f"as {style} with tiny inputs (about 1e-3)", x * 1e-3, pad),
+                (f"as {style} with large inputs (about 1000)", x * 1e3, pad),
+            ]
+            modes = ("eval",) if dropout else ("eval", "train")
+            for mode in modes:
+                getattr(cand, mode)()
+                for label, xx, mask in cases:
+                    label_m = f"{label}, dropout={dropout}, in {mode}() mode"
+                    got = _call_module(name, cand, label_m, xx, mask)
+                    if mode == "eval" and dropout:
+                        again = _call_module(name, cand, label_m, xx, mask)
+                        if isinstance(again, torch.Tensor) and again.shape == got.shape and not torch.equal(
+                                again, got):
+                            raise ExerciseError(
+                                f"Your {name} gives a different output each time {label_m}: dropout is "
+                                "active in eval mode.\nHint: use the nn.Dropout modules (self.dropout1, "
+                                "self.dropout2), which switch off in eval(); F.dropout(x, p) needs "
+                                "training=self.training."
+                            )
+                    want = ref(xx, mask) if mask is not None else ref(xx)
+                    _compare_output(
+                        name, got, want, label_m, _block_mistakes(norm_first), (xx, ref, mask),
+                        "post-LN: x = norm1(x + attn(x, mask)); x = norm2(x + ffn(x)). "
+                        "pre-LN: x = x + attn(norm1(x), mask); x = x + ffn(norm2(x)).", factor=3.0)
+            if dropout:
+                cand.train()
+                label_t = f"as {style}, dropout={dropout}, in train() mode"
+                first = _call_module(name, cand, label_t, x, pad)
+                second = _call_module(name, cand, label_t, x, pad)
+                if torch.equal(first, second):
+                    raise ExerciseError(
+                        f"Your {name} gives exactly the same output twice {label_t}, so no dropout is "
+                        "happening during training.\nHint: apply dropout (self.dropout1, self.dropout2) "
+                        "to each sublayer's output before adding it to the residual."
+                    )
