@@ -371,7 +371,8 @@ def parameter_breakdown(counts: dict, title: str = "Where the parameters are"):
     for bar, (key, _) in zip(bars, names):
         share = 100 * counts[key] / total if total else 0.0
         ax.text(bar.get_width() + 0.01 * right, bar.get_y() + bar.get_height() / 2,
-                f"{counts[key]:,}  ({share:.1f}%)", va="center", fontsize=8)
+                f"{counts[key]:,}  ({share:.1f}%)" if share >= 1 else f"{counts[key]:,}  ({share:.2f}%)",
+                va="center", fontsize=8)
     ax.set_xlim(0, right * 1.45)
     ax.set_xlabel("parameters (millions)")
     ax.set_title(f"{title}: {total:,} in all", fontsize=10)
@@ -427,7 +428,8 @@ def padding_drift_figure(weights, drift, tokens, n_real, use_mask, drift_max):
     w = weights.detach().cpu().float().numpy() if hasattr(weights, "detach") else weights
     d = drift.detach().cpu().float().numpy() if hasattr(drift, "detach") else drift
     length = w.shape[-1]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.8), gridspec_kw={"width_ratios": [1.15, 1]})
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.8), gridspec_kw={"width_ratios": [1.15, 1]},
+                                   layout="constrained")
     im = ax1.imshow(w, cmap="viridis", vmin=0, vmax=max(float(w.max()), 1e-6), aspect="auto",
                     interpolation="nearest")
     if length > n_real:
@@ -449,7 +451,6 @@ def padding_drift_figure(weights, drift, tokens, n_real, use_mask, drift_max):
     ax2.set_xlabel("real token")
     ax2.set_ylabel("max |output change| vs unpadded")
     ax2.set_title(f"Drift of the real tokens: max {float(d.max()):.1e}", fontsize=10)
-    fig.tight_layout()
     return fig
 
 
@@ -510,7 +511,7 @@ def head_maps(weights, tokens=None, highlight=None, title="Attention weights of 
     return fig
 
 
-def head_view_figure(weights, head, tokens, layer=None):
+def head_view_figure(weights, head, tokens, layer=None, note=""):
     """The heads explorer's picture: one head's attention map, and every head's row entropy.
 
     Args:
@@ -518,13 +519,15 @@ def head_view_figure(weights, head, tokens, layer=None):
         head: the head to show large.
         tokens: token strings.
         layer: layer index, for the title.
+        note: text appended to the map's title (e.g. " (random weights)").
     """
     import math
 
     w = weights.detach().cpu().float() if hasattr(weights, "detach") else weights
     n_heads, length, _ = w.shape
     entropy = -(w * w.clamp_min(1e-12).log2()).sum(-1).mean(-1)  # (H,), bits, averaged over queries
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.9), gridspec_kw={"width_ratios": [1.2, 1]})
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.9), gridspec_kw={"width_ratios": [1.2, 1]},
+                                   layout="constrained")
     top = max(float(w.max()), 1e-6)  # one colour scale for every head, so heads compare fairly
     im = ax1.imshow(w[head].numpy(), cmap="viridis", vmin=0, vmax=top)
     for i in range(length):
@@ -536,7 +539,7 @@ def head_view_figure(weights, head, tokens, layer=None):
     ax1.set_xlabel("key (attended to)")
     ax1.set_ylabel("query (attending)")
     where = f"layer {layer}, " if layer is not None else ""
-    ax1.set_title(f"{where}head {head}: attention weights", fontsize=10)
+    ax1.set_title(f"{where}head {head}: attention weights{note}", fontsize=10)
     fig.colorbar(im, ax=ax1, fraction=0.046, pad=0.04, label="weight")
     colors = ["tab:red" if h == head else "tab:blue" for h in range(n_heads)]
     ax2.bar(range(n_heads), entropy.numpy(), color=colors)
@@ -547,7 +550,6 @@ def head_view_figure(weights, head, tokens, layer=None):
     ax2.set_ylabel("mean row entropy (bits)")
     ax2.set_title("How spread out each head's attention is", fontsize=10)
     ax2.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
     return fig
 
 
@@ -699,5 +701,156 @@ def position_mixing_maps(maps: dict, title: str = "Which input position reaches 
         ax.set_title(name, fontsize=10)
         fig.colorbar(image, ax=ax, fraction=0.046, label="block norm (no unit)")
     fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def toy_loss_curves(curves: dict, title: str = "Training a deep toy stack"):
+    """Training loss against step, one curve per run, on a log scale.
+
+    Args:
+        curves: ``{label: [loss at each step]}``.
+        title: the figure title.
+    """
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for label, losses in curves.items():
+        ax.plot(range(len(losses)), [float(v) for v in losses], label=label)
+    ax.set_yscale("log")
+    ax.set_xlabel("optimiser step")
+    ax.set_ylabel("mean squared error (no unit)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+    fig.tight_layout()
+    return fig
+
+
+# --- notebook 09: cost ---------------------------------------------------------------------------
+
+_COST_LABELS = {
+    "projections": "Q, K, V, O projections (8Ld²)",
+    "scores": "QKᵀ (2L²d)",
+    "weighted_values": "AV (2L²d)",
+    "ffn": "FFN (4L·d·d_ff)",
+}
+_COST_COLOURS = {"projections": "tab:orange", "scores": "tab:red", "weighted_values": "tab:purple",
+                 "ffn": "tab:blue"}
+
+
+def layer_flops_vs_length(lengths, formula: dict, measured: dict | None = None, crossover: int | None = None,
+                          title: str = "FLOPs of one encoder layer, per component", ax=None):
+    """FLOPs per component against L (log-log): formula as lines, measured counts as markers.
+
+    Args:
+        lengths: the sequence lengths.
+        formula: component name -> list of FLOPs (keys as :func:`encoder_course.layer_flops`).
+        measured: the same keys -> counted FLOPs at the same lengths (optional).
+        crossover: an L to mark with a vertical line (where attention's quadratic part equals the rest).
+    """
+    lengths = list(lengths)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7.5, 4))
+    else:
+        fig = ax.figure
+    for key, label in _COST_LABELS.items():
+        if key in formula:
+            style = "--" if key == "weighted_values" else "-"  # AV has QK^T's count: dashed, to show both
+            ax.plot(lengths, formula[key], style, color=_COST_COLOURS[key], label=label)
+            if measured and key in measured:
+                ax.plot(lengths, measured[key], "o", color=_COST_COLOURS[key], markersize=4)
+    quad = [a + b for a, b in zip(formula["scores"], formula["weighted_values"])]
+    rest = [a + b for a, b in zip(formula["projections"], formula["ffn"])]
+    ax.plot(lengths, quad, "--", color="black", linewidth=1, label="attention's L² part (QKᵀ + AV)")
+    ax.plot(lengths, rest, ":", color="black", linewidth=1, label="the rest (projections + FFN)")
+    if crossover:
+        ax.axvline(crossover, color="grey", linewidth=1)
+        ax.annotate(f"crossover L = {crossover}", (crossover, min(min(v) for v in formula.values())),
+                    xytext=(4, 4), textcoords="offset points", fontsize=8, color="grey")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length L (tokens)")
+    ax.set_ylabel("FLOPs per sequence")
+    ax.set_title(title + ("\n(lines: formula, dots: torch's FLOP counter)" if measured else ""), fontsize=10)
+    ax.legend(fontsize=7, loc="upper left")
+    ax.grid(alpha=0.3, which="both")
+    fig.tight_layout()
+    return fig
+
+
+def attention_time_vs_length(rows, slopes: dict | None = None, title: str = "Attention time against L",
+                             ax=None):
+    """Median time of each attention method against L (log-log), from :func:`encoder_course.cost.attention_sweep` rows.
+
+    Args:
+        rows: dicts with ``method``, ``seq_len``, ``status`` and ``median_s``.
+        slopes: method -> fitted log-log slope, shown in the legend.
+    """
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7, 3.8))
+    else:
+        fig = ax.figure
+    names = {"naive": "naive (weights materialised)", "sdpa": "F.scaled_dot_product_attention",
+             "chunked": "chunked (query blocks)"}
+    for method in dict.fromkeys(r["method"] for r in rows):
+        done = [r for r in rows if r["method"] == method and r["status"] == "ok"]
+        if not done:
+            continue
+        label = names.get(method, method)
+        if slopes and method in slopes:
+            label += f", slope {slopes[method]:.2f}"
+        ax.plot([r["seq_len"] for r in done], [r["median_s"] * 1e3 for r in done], "o-", label=label,
+                markersize=4)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length L (tokens)")
+    ax.set_ylabel("median time (ms)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+    fig.tight_layout()
+    return fig
+
+
+def cost_overview(seq_len: int, lengths, formula: dict, measured_at: dict, memory: dict, memory_at: dict,
+                  crossover: int, title: str):
+    """Two panels for the cost explorer: FLOPs per component and score memory against L, one L marked.
+
+    Args:
+        seq_len: the chosen L (marked).
+        lengths: the L grid of the lines.
+        formula: component -> FLOPs over ``lengths``.
+        measured_at: component -> counted FLOPs at ``seq_len``.
+        memory: label -> bytes over ``lengths``.
+        memory_at: label -> measured bytes at ``seq_len``.
+        crossover: the crossover length (vertical line).
+        title: the figure's title.
+    """
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.8))
+    lengths = list(lengths)
+    for key, label in _COST_LABELS.items():
+        style = "--" if key == "weighted_values" else "-"  # AV has QK^T's count: dashed, to show both
+        left.plot(lengths, formula[key], style, color=_COST_COLOURS[key], label=label)
+        left.plot([seq_len], [measured_at[key]], "o", color=_COST_COLOURS[key], markersize=6)
+    left.axvline(crossover, color="grey", linewidth=1, linestyle=":")
+    left.axvline(seq_len, color="black", linewidth=1)
+    left.set_xscale("log", base=2)
+    left.set_yscale("log")
+    left.set_xlabel("sequence length L (tokens)")
+    left.set_ylabel("FLOPs per layer, per sequence")
+    left.set_title("compute (dots: counted at this L)", fontsize=9)
+    left.legend(fontsize=6, loc="upper left")
+    left.grid(alpha=0.3, which="both")
+    for label, values in memory.items():
+        line, = right.plot(lengths, [v / 2**20 for v in values], label=label)
+        right.plot([seq_len], [memory_at[label] / 2**20], "o", color=line.get_color(), markersize=6)
+    right.axvline(seq_len, color="black", linewidth=1)
+    right.set_xscale("log", base=2)
+    right.set_yscale("log")
+    right.set_xlabel("sequence length L (tokens)")
+    right.set_ylabel("score matrix size (MiB)")
+    right.set_title("memory of the scores (dots: nbytes of a tensor)", fontsize=9)
+    right.legend(fontsize=7, loc="upper left")
+    right.grid(alpha=0.3, which="both")
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
