@@ -692,7 +692,7 @@ def position_mixing_maps(maps: dict, title: str = "Which input position reaches 
     fig, axes = plt.subplots(1, len(maps), figsize=(3.6 * len(maps) + 0.6, 3.6), squeeze=False)
     for ax, (name, grid) in zip(axes[0], maps.items()):
         values = grid.detach().cpu().numpy() if hasattr(grid, "detach") else grid
-        image = ax.imshow(values, cmap="viridis")
+        image = ax.imshow(values, cmap="viridis", vmin=0)  # 0 = no dependence at all
         n = values.shape[0]
         ax.set_xticks(range(n))
         ax.set_yticks(range(n))
@@ -852,5 +852,157 @@ def cost_overview(seq_len: int, lengths, formula: dict, measured_at: dict, memor
     right.legend(fontsize=7, loc="upper left")
     right.grid(alpha=0.3, which="both")
     fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+# --- notebook 10: training a small encoder -------------------------------------------------------
+
+def _moving_average(values, window: int):
+    """Trailing mean over ``window`` points (NaN-safe enough for plotting: NaN stays NaN)."""
+    values = [float(v) for v in values]
+    if window <= 1:
+        return values
+    out, total, queue = [], 0.0, []
+    for v in values:
+        queue.append(v)
+        total += v
+        if len(queue) > window:
+            total -= queue.pop(0)
+        out.append(total / len(queue))
+    return out
+
+
+def training_loss_curves(curves: dict, title: str = "Training loss", smooth: int = 10, ax=None,
+                         styles: dict | None = None):
+    """Training loss against step, one curve per run (a trailing mean over ``smooth`` steps).
+
+    Args:
+        curves: ``{label: [loss at each step]}``.
+        title: the axes title.
+        smooth: width of the trailing mean (1 for the raw curve).
+        ax: an Axes to draw into (a new figure when None).
+        styles: optional ``{label: dict of plot keyword arguments}`` (colour, linestyle).
+    """
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7, 3.6))
+    else:
+        fig = ax.figure
+    for label, losses in curves.items():
+        style = (styles or {}).get(label, {})
+        ax.plot(range(1, len(losses) + 1), _moving_average(losses, smooth), label=label, **style)
+    ax.set_xlabel("optimiser step")
+    ax.set_ylabel("cross-entropy (nats per token)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def training_accuracy_curves(curves: dict, baseline: float | None = None,
+                             title: str = "Validation accuracy on real tokens"):
+    """Accuracy against step, one curve per run, with the majority-class baseline as a line.
+
+    Args:
+        curves: ``{label: (steps, accuracies)}``.
+        baseline: accuracy of always predicting the most common class (drawn dashed).
+        title: the figure title.
+    """
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for label, (steps, accs) in curves.items():
+        ax.plot(list(steps), [100 * float(a) for a in accs], marker="o", markersize=3, label=label)
+    if baseline is not None:
+        ax.axhline(100 * baseline, color="grey", linestyle="--", label="majority-class baseline")
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("optimiser step")
+    ax.set_ylabel("accuracy (% of real tokens)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def accuracy_vs_padding(pad_counts, curves: dict, baseline: float | None = None,
+                        title: str = "The same sentences, padded more and more"):
+    """Accuracy on real tokens against the number of padding positions added to every sequence.
+
+    Args:
+        pad_counts: padding positions added after each sequence's longest member.
+        curves: ``{label: [accuracy at each pad count]}``.
+        baseline: majority-class accuracy (drawn dashed).
+        title: the figure title.
+    """
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for label, accs in curves.items():
+        ax.plot(list(pad_counts), [100 * float(a) for a in accs], marker="o", markersize=3, label=label)
+    if baseline is not None:
+        ax.axhline(100 * baseline, color="grey", linestyle="--", label="majority-class baseline")
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("extra padding positions per sequence")
+    ax.set_ylabel("accuracy (% of real tokens)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def predictions_by_padding(tokens, labels, rows: dict, title: str = "One sentence, judged at several padding lengths"):
+    """A grid of predicted classes: one row per run/padding length, one column per real token.
+
+    Each cell shows the predicted count (class + 1); wrong cells are marked with a red frame.
+
+    Args:
+        tokens: the sentence's symbols (column labels).
+        labels: the true classes (0-based) of the sentence's tokens.
+        rows: ``{row label: [predicted class of each real token]}``.
+        title: the figure title.
+    """
+    import numpy as np
+    from matplotlib.patches import Rectangle
+
+    names = list(rows)
+    grid = np.array([[int(c) for c in rows[name]] for name in names])
+    labels = [int(c) for c in labels]
+    n_classes = max(int(grid.max()), max(labels)) + 1
+    fig, ax = plt.subplots(figsize=(7, 0.9 + 0.42 * (len(names) + 1)))
+    full = np.vstack([np.array(labels)[None, :], grid])
+    ax.imshow(full, cmap="Blues", vmin=-1, vmax=n_classes, aspect="auto")
+    for r in range(full.shape[0]):
+        for c in range(full.shape[1]):
+            ax.text(c, r, str(full[r, c] + 1), ha="center", va="center", fontsize=8)
+            if r > 0 and full[r, c] != labels[c]:
+                ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2))
+    ax.set_xticks(range(len(tokens)))
+    ax.set_xticklabels([str(t) for t in tokens], fontsize=8)
+    ax.set_yticks(range(len(names) + 1))
+    ax.set_yticklabels(["true count"] + names, fontsize=8)
+    ax.set_xlabel("token (symbol id) of the sentence")
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def norm_placement_training(panels: dict, title: str = "Post-LN vs pre-LN, with and without warmup",
+                            smooth: int = 10):
+    """Side-by-side loss curves, one panel per depth, one curve per (placement, warmup) run.
+
+    Args:
+        panels: ``{panel title: {run label: [loss at each step]}}``; labels containing "pre-LN"
+            are drawn in orange, others in blue; labels containing "warmup" solid, others dashed.
+        title: the figure title.
+        smooth: width of the trailing mean.
+    """
+    fig, axes = plt.subplots(1, len(panels), figsize=(9, 3.6), sharey=True, squeeze=False)
+    for ax, (name, curves) in zip(axes[0], panels.items()):
+        styles = {label: {"color": "tab:orange" if "pre-LN" in label else "tab:blue",
+                          "linestyle": "-" if "no warmup" not in label else "--"}
+                  for label in curves}
+        training_loss_curves(curves, title=name, smooth=smooth, ax=ax, styles=styles)
+    for ax in axes[0][1:]:
+        ax.set_ylabel("")
+    fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return fig

@@ -696,3 +696,64 @@ def explore_cost():
     out = W.interactive_output(lambda seq_len, d_model: _show_figure(cost_view(seq_len, d_model)),
                                {"seq_len": seq_len, "d_model": d_model})
     return W.VBox([W.HBox([seq_len, d_model]), out])
+
+
+# --- notebook 12: the self-check quiz --------------------------------------------------------------
+
+def quiz_view(answers) -> dict:
+    """Feedback for the quiz's answers, as HTML: one snippet per question and a score line.
+
+    Args:
+        answers: one option index or None per question (see :func:`encoder_course.quiz.grade_quiz`).
+
+    Returns:
+        ``{"feedback": [html for each question], "score": html}``.
+    """
+    import html
+
+    from .quiz import grade_quiz
+
+    results = grade_quiz(answers)
+    colours = {"correct": "#1a7f37", "wrong": "#b42318", "unanswered": "#666666"}
+    marks = {"correct": "✓ ", "wrong": "✗ ", "unanswered": ""}
+    feedback = [
+        f'<span style="color:{colours[item.status]}">{marks[item.status]}{html.escape(item.feedback)}</span>'
+        for item in results.items
+    ]
+    return {"feedback": feedback, "score": f"<b>Score: {html.escape(results.summary())}</b>"}
+
+
+def quiz():
+    """The self-check quiz: pick an answer to each question and read the feedback at once.
+
+    Returns:
+        an ipywidgets ``VBox``; its ``.radios`` (one ``RadioButtons`` per question, value None until
+        answered), ``.feedback`` (one ``HTML`` per question) and ``.score`` (an ``HTML``) are
+        attributes, so the wiring is testable without a browser.
+    """
+    import ipywidgets as W
+
+    from .quiz import QUESTIONS
+
+    radios, feedback, rows = [], [], []
+    for number, question in enumerate(QUESTIONS, start=1):
+        radio = W.RadioButtons(options=[(text, i) for i, text in enumerate(question.options)],
+                               value=None, layout=W.Layout(width="auto"))
+        note = W.HTML(value="")
+        radios.append(radio)
+        feedback.append(note)
+        rows.append(W.VBox([W.HTML(value=f"<b>{number}. {question.text}</b>"), radio, note]))
+    score = W.HTML(value="")
+
+    def refresh(_change=None):
+        view = quiz_view([radio.value for radio in radios])
+        for note, text in zip(feedback, view["feedback"]):
+            note.value = text
+        score.value = view["score"]
+
+    for radio in radios:
+        radio.observe(refresh, names="value")
+    refresh()
+    box = W.VBox([*rows, score])
+    box.radios, box.feedback, box.score = radios, feedback, score
+    return box
