@@ -1006,3 +1006,67 @@ def norm_placement_training(panels: dict, title: str = "Post-LN vs pre-LN, with 
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return fig
+
+
+def attention_peak_memory_vs_length(rows, title: str = "Peak GPU memory of attention against L", ax=None):
+    """Peak memory (``peak_bytes``, MiB) of each attention method against L (log-log), from sweep rows."""
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7, 3.8))
+    else:
+        fig = ax.figure
+    for method in dict.fromkeys(r["method"] for r in rows):
+        done = [r for r in rows if r["method"] == method and r["status"] == "ok" and r.get("peak_bytes")]
+        if done:
+            ax.plot([r["seq_len"] for r in done], [r["peak_bytes"] / 2**20 for r in done], "o-",
+                    label=method, markersize=4)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length L (tokens)")
+    ax.set_ylabel("peak memory allocated (MiB)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+    fig.tight_layout()
+    return fig
+
+
+def real_attention_figure(weights, head, tokens, layer, annotate_up_to: int = 8):
+    """One head of a real model on one sentence, beside every head's share of weight on [CLS]/[SEP].
+
+    Args:
+        weights: ``(H, L, L)`` attention weights of one layer for one sentence.
+        head: the head to show large.
+        tokens: the ``L`` word pieces, ``[CLS]`` first and ``[SEP]`` last.
+        layer: the layer index, for the title.
+        annotate_up_to: write the weights into the cells when ``L`` is at most this.
+    """
+    w = weights.detach().cpu().float() if hasattr(weights, "detach") else weights
+    n_heads, length, _ = w.shape
+    special = (w[:, :, 0] + w[:, :, -1]).mean(-1)  # (H,), averaged over queries
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 4.4), gridspec_kw={"width_ratios": [1.35, 1]})
+    im = ax1.imshow(w[head].numpy(), cmap="viridis", vmin=0, vmax=1)
+    if length <= annotate_up_to:
+        for i in range(length):
+            for j in range(length):
+                value = float(w[head, i, j])
+                ax1.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7,
+                         color="black" if value > 0.6 else "white")
+    ax1.set_xticks(range(length))
+    ax1.set_xticklabels(tokens, rotation=60, ha="right", fontsize=8)
+    ax1.set_yticks(range(length))
+    ax1.set_yticklabels(tokens, fontsize=8)
+    ax1.set_xlabel("key (attended to)")
+    ax1.set_ylabel("query (attending)")
+    ax1.set_title(f"layer {layer}, head {head}: attention weights", fontsize=10)
+    fig.colorbar(im, ax=ax1, fraction=0.046, pad=0.04, label="weight (0 to 1)")
+    colors = ["tab:red" if h == head else "tab:blue" for h in range(n_heads)]
+    ax2.bar(range(n_heads), special.numpy(), color=colors)
+    ax2.axhline(2 / length, color="grey", ls="--", label=f"uniform: 2/{length}")
+    ax2.set_ylim(0, 1.05)
+    ax2.set_xticks(range(n_heads))
+    ax2.set_xlabel(f"head of layer {layer}")
+    ax2.set_ylabel("share of weight on [CLS] + [SEP]")
+    ax2.set_title("Weight parked on [CLS] + [SEP], per head", fontsize=10)
+    ax2.legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    return fig

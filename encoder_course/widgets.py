@@ -525,7 +525,7 @@ def real_attention_view(attention, sentence_index: int = 0, layer: int = 0, head
         raise ValueError(f"layer must be in [0, {n_layers}), got {layer}")
     if not 0 <= int(head) < n_heads:
         raise ValueError(f"head must be in [0, {n_heads}), got {head}")
-    return plots.head_view_figure(item["weights"][int(layer)], int(head), item["tokens"], layer=int(layer))
+    return plots.real_attention_figure(item["weights"][int(layer)], int(head), item["tokens"], int(layer))
 
 
 def explore_real_attention(attention):
