@@ -778,12 +778,13 @@ def layer_flops_vs_length(lengths, formula: dict, measured: dict | None = None, 
 
 
 def attention_time_vs_length(rows, slopes: dict | None = None, title: str = "Attention time against L",
-                             ax=None):
-    """Median time of each attention method against L (log-log), from :func:`encoder_course.cost.attention_sweep` rows.
+                             ax=None, stat: str = "median_s"):
+    """Time of each attention method against L (log-log), from :func:`encoder_course.cost.attention_sweep` rows.
 
     Args:
-        rows: dicts with ``method``, ``seq_len``, ``status`` and ``median_s``.
+        rows: dicts with ``method``, ``seq_len``, ``status`` and ``median_s`` (and ``min_s``).
         slopes: method -> fitted log-log slope, shown in the legend.
+        stat: ``"median_s"`` (median run) or ``"min_s"`` (fastest run).
     """
     if ax is None:
         fig, ax = plt.subplots(figsize=(7, 3.8))
@@ -798,12 +799,12 @@ def attention_time_vs_length(rows, slopes: dict | None = None, title: str = "Att
         label = names.get(method, method)
         if slopes and method in slopes:
             label += f", slope {slopes[method]:.2f}"
-        ax.plot([r["seq_len"] for r in done], [r["median_s"] * 1e3 for r in done], "o-", label=label,
+        ax.plot([r["seq_len"] for r in done], [r[stat] * 1e3 for r in done], "o-", label=label,
                 markersize=4)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("sequence length L (tokens)")
-    ax.set_ylabel("median time (ms)")
+    ax.set_ylabel(("fastest" if stat == "min_s" else "median") + " time per call (ms)")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, which="both")

@@ -26,6 +26,7 @@ CHROME_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backgro
                "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 
 pytestmark = pytest.mark.browser
+CONTROLS = "input, select, button, .widget-slider"  # ipywidgets 8 sliders are not <input>s
 
 if not Path(CHROMIUM).exists():
     pytest.skip("Chromium is not installed at /usr/bin/chromium (apt-get install chromium)",
@@ -52,7 +53,13 @@ def lab(tmp_path_factory):
            "--ServerApp.disable_check_xsrf=False", "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
-    env = dict(os.environ, JUPYTER_PLATFORM_DIRS="1")
+    # Render every cell (no windowing), so the test can see every prompt and output.
+    state = tmp_path_factory.mktemp("lab-state")
+    settings = state / "settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    (settings / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+    env = dict(os.environ, JUPYTER_PLATFORM_DIRS="1", JUPYTERLAB_SETTINGS_DIR=str(state / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(state / "workspaces"))
     log = open(work / "server.log", "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
@@ -99,14 +106,29 @@ def page(browser, request):
 
 
 def open_and_run_all(page, lab, name: str, timeout_s: float = 240) -> None:
-    page.goto(f"{lab['base']}/lab/tree/{name}?token={lab['token']}")
+    # A workspace of its own, reset, so only this notebook is open.
+    workspace = Path(name).stem.replace("_", "-")
+    page.goto(f"{lab['base']}/lab/workspaces/{workspace}/tree/{name}?reset&token={lab['token']}")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle'], .jp-mod-idle, "
-                           ".jp-KernelStatus", timeout=60_000)
-    time.sleep(2)  # let the kernel connect
-    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-    page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").click()
+    # The status bar says "| Idle" once the kernel has started and connected.
+    page.locator(".jp-StatusBar-Widget", has_text="Idle").first.wait_for(timeout=120_000)
+    for _ in range(3):
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").click()
+        if started(page, 30):
+            break
     wait_until_done(page, timeout_s)
+
+
+def started(page, timeout_s: float) -> bool:
+    """True once some cell is queued, running or numbered after Run All."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        prompts = page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()
+        if any("*" in p or any(ch.isdigit() for ch in p) for p in prompts):
+            return True
+        time.sleep(0.5)
+    return False
 
 
 def wait_until_done(page, timeout_s: float) -> None:
@@ -124,7 +146,7 @@ def assert_no_errors(page) -> None:
     errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
                           has_text="Traceback")
     assert errors.count() == 0, errors.first.inner_text()[:2000]
-    text = page.locator(".jp-Notebook").inner_text()
+    text = page.locator(".jp-Notebook").first.inner_text()
     assert "Traceback (most recent call last)" not in text
     assert "interactive(children=" not in text, "widgets rendered as text, not as controls"
 
@@ -172,21 +194,22 @@ def wait_for_new_figure(widget, before: str, timeout_s: float = 30) -> str:
 
 
 def widget_with(page, needle: str):
-    """The first interact widget whose text mentions ``needle`` (e.g. a control's label)."""
-    widgets = page.locator(".widget-interact")
-    assert widgets.count() > 0, "no ipywidgets interact rendered"
-    for i in range(widgets.count()):
-        w = widgets.nth(i)
-        if needle.lower() in w.inner_text().lower():
-            return w
-    return widgets.first
+    """The outermost widget box (an interact or a box of controls) with a control, a figure and ``needle``."""
+    boxes = page.locator(".widget-interact, .widget-vbox, .widget-hbox, .widget-box")
+    assert boxes.count() > 0, "no ipywidgets rendered (only text?)"
+    for i in range(boxes.count()):
+        box = boxes.nth(i)
+        if (box.locator("input, select, button").count() and box.locator("img").count()
+                and needle.lower() in box.inner_text().lower()):
+            return box
+    raise AssertionError(f"no widget with controls, a figure and the text {needle!r}")
 
 
 def test_encoder_block_widget_toggles_norm_placement(lab, page):
     open_and_run_all(page, lab, "07_encoder_block.ipynb")
     assert_no_errors(page)
     widget = widget_with(page, "LN")
-    assert widget.locator("input, select, button").count() >= 2, "the widget has no real controls"
+    assert widget.locator(CONTROLS).count() >= 2, "the widget has no real controls"
     before = figure_of(widget)
     change_first_toggle(widget)
     wait_for_new_figure(widget, before)
@@ -196,7 +219,7 @@ def test_masks_widget_toggles_padding_mask(lab, page):
     open_and_run_all(page, lab, "03_masks.ipynb")
     assert_no_errors(page)
     widget = widget_with(page, "mask")
-    assert widget.locator("input, select, button").count() >= 2, "the widget has no real controls"
+    assert widget.locator(CONTROLS).count() >= 2, "the widget has no real controls"
     before = figure_of(widget)
     change_first_toggle(widget)
     wait_for_new_figure(widget, before)
@@ -205,5 +228,5 @@ def test_masks_widget_toggles_padding_mask(lab, page):
 def test_fresh_learner_notebook_runs_to_the_end(lab, page):
     open_and_run_all(page, lab, "learner_02_attention.ipynb")
     assert_no_errors(page)
-    text = page.locator(".jp-Notebook").inner_text()
+    text = page.locator(".jp-Notebook").first.inner_text()
     assert "not attempted yet" in text

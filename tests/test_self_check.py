@@ -1,0 +1,72 @@
+"""The learner's self-check, `pytest --nbval-lax notebooks/NN_name.ipynb`, on a real course notebook.
+
+It must fail while the exercise is a stub, fail (with the checker's hint) on a wrong answer, and
+pass on a correct one.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NAME = "01_tokens_and_positions.ipynb"
+LEARNER = ROOT / "notebooks" / NAME
+SOLUTION = ROOT / "notebooks" / "solutions" / NAME
+
+WRONG_BODY = """    position = torch.arange(seq_len, dtype=torch.float32)[:, None]
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float32)
+    angles = position / 10000 ** (two_i / d_model)
+    table = torch.zeros(seq_len, d_model)
+    table[:, 0::2] = torch.cos(angles)
+    table[:, 1::2] = torch.sin(angles)
+    return table
+"""
+
+pytestmark = pytest.mark.notebooks
+
+
+def solution_body() -> str:
+    for cell in nbformat.read(SOLUTION, as_version=4).cells:
+        if "### BEGIN SOLUTION" in cell.source:
+            inner = cell.source.split("### BEGIN SOLUTION\n", 1)[1].split("### END SOLUTION", 1)[0]
+            return inner.rstrip(" ")
+    raise AssertionError("no exercise found in the solution notebook")
+
+
+def with_body(body: str | None, folder: Path) -> Path:
+    nb = nbformat.read(LEARNER, as_version=4)
+    if body is not None:
+        for cell in nb.cells:
+            if cell.cell_type == "code" and "raise NotImplementedError" in cell.source:
+                lines = cell.source.splitlines(keepends=True)
+                cell.source = "".join(body if "raise NotImplementedError" in line else line for line in lines)
+    path = folder / NAME
+    nbformat.write(nb, path)
+    return path
+
+
+def self_check(path: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, IPYTHONDIR=str(ROOT / "tests" / "ipython_profile"))
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "--nbval-lax", "--nbval-cell-timeout=120", str(path)],
+                          cwd=path.parent, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.skipif(not LEARNER.exists(), reason="learner notebooks not generated yet")
+@pytest.mark.parametrize("case", ["stub", "wrong", "correct"])
+def test_nbval_self_check(case, tmp_path):
+    body = {"stub": None, "wrong": WRONG_BODY, "correct": solution_body()}[case]
+    result = self_check(with_body(body, tmp_path))
+    out = result.stdout + result.stderr
+    if case == "correct":
+        assert result.returncode == 0, out[-3000:]
+    else:
+        assert result.returncode != 0, out[-3000:]
+        expected = "not attempted yet" if case == "stub" else "sin and cos"
+        assert expected in out, out[-3000:]
