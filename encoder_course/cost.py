@@ -280,15 +280,20 @@ def attention_sweep(lengths, *, methods=("naive", "sdpa"), d_head: int = 64, n_h
     Methods: ``"naive"`` (:func:`~encoder_course.scaled_dot_product_attention`, which
     materialises the ``(B, H, L, L)`` weights), ``"sdpa"`` (``F.scaled_dot_product_attention``,
     fused kernels where the device has them) and ``"chunked"`` (:func:`chunked_attention`).
-    Runs under ``torch.inference_mode()``. A naive or chunked run whose score matrix would exceed
-    ``max_score_bytes`` is skipped; on CUDA an out-of-memory error is caught and recorded.
+    Runs under ``torch.inference_mode()``. Every call is warmed up first; then the timed runs go
+    round all (length, method) pairs in turn, ``repeats`` times, so that a slow spell on a busy
+    machine is spread over all of them instead of spoiling one point. A naive or chunked run whose
+    score matrix (or chunk of it) would exceed ``max_score_bytes`` is skipped; on CUDA an
+    out-of-memory error is caught and recorded.
 
     Returns:
-        one dict per (method, length): ``method``, ``seq_len``, ``status`` (``"ok"``,
-        ``"skipped"`` or ``"oom"``), ``median_s``, ``min_s``, ``peak_bytes``, ``flops``
-        (:func:`attention_flops`), ``tflops_per_s`` (flops / median / 1e12), ``score_bytes``
-        (of the full score matrix), plus the shape settings.
+        one dict per (length, method): ``method``, ``seq_len``, ``status`` (``"ok"``,
+        ``"skipped"`` or ``"oom"``), ``median_s``, ``min_s``, ``runs_s``, ``peak_bytes`` (CUDA
+        only: the most memory a call allocated on top of what was held before it, inputs excluded), ``flops`` (:func:`attention_flops`), ``tflops_per_s`` (flops / median / 1e12),
+        ``score_bytes`` (of the full score matrix), plus the shape settings.
     """
+    import statistics
+
     import torch.nn.functional as F
 
     from .attention import scaled_dot_product_attention
@@ -298,7 +303,7 @@ def attention_sweep(lengths, *, methods=("naive", "sdpa"), d_head: int = 64, n_h
             raise ValueError(f"method must be one of {ATTENTION_METHODS}, got {method!r}")
     device = torch.device(device)
     gen = torch.Generator().manual_seed(seed)
-    rows = []
+    rows, live = [], []
     for length in lengths:
         require_positive_int("length", length)
         q, k, v = (torch.randn(batch, n_heads, length, d_head, generator=gen).to(device=device, dtype=dtype)
@@ -309,14 +314,14 @@ def attention_sweep(lengths, *, methods=("naive", "sdpa"), d_head: int = 64, n_h
                 "batch": batch, "dtype": str(dtype).replace("torch.", ""), "device": str(device),
                 "flops": attention_flops(length, d_head, n_heads, batch),
                 "score_bytes": score_bytes(length, n_heads, batch, dtype),
-                "status": "ok", "median_s": None, "min_s": None, "peak_bytes": None, "tflops_per_s": None,
+                "status": "ok", "median_s": None, "min_s": None, "runs_s": [], "peak_bytes": None,
+                "tflops_per_s": None,
             }
-            held = row["score_bytes"] if method == "naive" else (
-                score_bytes(length, n_heads, batch, dtype) * min(chunk_size, length) // length
-                if method == "chunked" else 0)
+            rows.append(row)
+            held = {"naive": row["score_bytes"], "sdpa": 0,
+                    "chunked": row["score_bytes"] * min(chunk_size, length) // length}[method]
             if max_score_bytes is not None and held > max_score_bytes:
                 row["status"] = "skipped"
-                rows.append(row)
                 continue
             if method == "naive":
                 def call(q=q, k=k, v=v):
@@ -327,16 +332,31 @@ def attention_sweep(lengths, *, methods=("naive", "sdpa"), d_head: int = 64, n_h
             else:
                 def call(q=q, k=k, v=v):
                     return chunked_attention(q, k, v, chunk_size=chunk_size)
-            try:
-                with torch.inference_mode():
-                    t = time_fn(call, warmup=warmup, repeats=repeats, device=device)
-            except torch.cuda.OutOfMemoryError:
-                row["status"] = "oom"
-                torch.cuda.empty_cache()
-                rows.append(row)
-                continue
-            row.update(median_s=t["median_s"], min_s=t["min_s"], peak_bytes=t["peak_bytes"],
-                       tflops_per_s=row["flops"] / t["median_s"] / 1e12)
-            rows.append(row)
-        del q, k, v
+            live.append((row, call))
+
+    def timed(row, call, n_warmup):
+        try:
+            result = time_fn(call, warmup=n_warmup, repeats=1, device=device)
+        except torch.cuda.OutOfMemoryError:
+            row["status"] = "oom"
+            torch.cuda.empty_cache()
+            return
+        row["runs_s"].extend(result["runs_s"])
+        if result["peak_bytes"] is not None:  # what the call added on top of what was already held
+            extra = result["peak_bytes"] - result["baseline_bytes"]
+            row["peak_bytes"] = max(row["peak_bytes"] or 0, extra)
+
+    with torch.inference_mode():
+        for row, call in live:  # warm-up (and a first run, discarded): allocator, kernels, caches
+            timed(row, call, warmup)
+            row["runs_s"].clear()
+        for _ in range(repeats):
+            for row, call in live:
+                if row["status"] == "ok":
+                    timed(row, call, 0)
+    for row in rows:
+        if row["status"] == "ok" and row["runs_s"]:
+            row["median_s"] = statistics.median(row["runs_s"])
+            row["min_s"] = min(row["runs_s"])
+            row["tflops_per_s"] = row["flops"] / row["median_s"] / 1e12
     return rows

@@ -40,8 +40,10 @@ class LayerNorm(nn.Module):
         if x.dim() == 0 or x.shape[-1] != self.d_model:
             raise ValueError(f"x last dimension must be d_model ({self.d_model}), got shape {shape_str(x)}")
         mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
-        var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1)
-        x_hat = (x - mean) * torch.rsqrt(var + self.eps)  # (..., d_model)
+        centred = x - mean  # (..., d_model)
+        # Biased variance (divide by d_model), from the centred values we need anyway.
+        var = centred.square().mean(dim=-1, keepdim=True)  # (..., 1)
+        x_hat = centred * torch.rsqrt(var + self.eps)  # (..., d_model)
         return x_hat * self.weight + self.bias
 
     def extra_repr(self) -> str:

@@ -1,0 +1,140 @@
+"""CPU benchmark: our encoder stack (fast and step-by-step paths) against ``nn.TransformerEncoder``.
+
+Run ``python -m encoder_course.bench``. Twelve BERT-base layers (768 wide, 12 heads, 3072 FFN,
+GELU, post-LN) are timed on the same input, forward pass only, in ``torch.inference_mode()`` and
+eval mode, at two shapes: a batch of 8 x 128 tokens and 1 x 512. torch's layers get exactly our
+weights (checked: the outputs agree), so the three timings do the same arithmetic. In eval and
+inference mode ``nn.TransformerEncoder`` takes its fused "fast path" (one native kernel per layer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+import torch
+from torch import nn
+
+from .block import EncoderBlock
+from .cost import time_fn
+
+BERT_BASE = {"d_model": 768, "n_heads": 12, "d_ff": 3072, "n_layers": 12, "eps": 1e-12}
+SHAPES = ((8, 128), (1, 512))
+
+
+def build_stacks(d_model=768, n_heads=12, d_ff=3072, n_layers=12, eps=1e-12, seed=0):
+    """Our blocks (fast), the same blocks on the step-by-step path, and torch's encoder, one set of weights.
+
+    Returns:
+        ``(ours_fast, ours_naive, torch_encoder)``, all in eval mode; ``ours_naive`` shares its
+        parameters with ``ours_fast`` (same modules, attention switched to the step-by-step path).
+    """
+    torch.manual_seed(seed)
+    blocks = nn.ModuleList(
+        EncoderBlock(d_model, n_heads, d_ff, dropout=0.1, activation="gelu", eps=eps, fast=True)
+        for _ in range(n_layers)
+    ).eval()
+    # Randomise the norms too, so a wrong copy of gamma/beta would show.
+    with torch.no_grad():
+        for block in blocks:
+            for norm in (block.norm1, block.norm2):
+                norm.weight.uniform_(0.5, 1.5)
+                norm.bias.uniform_(-0.1, 0.1)
+    layer = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout=0.1, activation="gelu",
+                                       layer_norm_eps=eps, batch_first=True, norm_first=False)
+    theirs = nn.TransformerEncoder(layer, n_layers, enable_nested_tensor=False).eval()
+    with torch.no_grad():
+        for ours, t in zip(blocks, theirs.layers):
+            a = ours.attn
+            t.self_attn.in_proj_weight.copy_(torch.cat([a.w_q.weight, a.w_k.weight, a.w_v.weight]))
+            t.self_attn.in_proj_bias.copy_(torch.cat([a.w_q.bias, a.w_k.bias, a.w_v.bias]))
+            t.self_attn.out_proj.weight.copy_(a.w_o.weight)
+            t.self_attn.out_proj.bias.copy_(a.w_o.bias)
+            t.linear1.weight.copy_(ours.ffn.w1.weight)
+            t.linear1.bias.copy_(ours.ffn.w1.bias)
+            t.linear2.weight.copy_(ours.ffn.w2.weight)
+            t.linear2.bias.copy_(ours.ffn.w2.bias)
+            for mine, theirs_norm in ((ours.norm1, t.norm1), (ours.norm2, t.norm2)):
+                theirs_norm.weight.copy_(mine.weight)
+                theirs_norm.bias.copy_(mine.bias)
+    return blocks, theirs
+
+
+def run_stack(blocks, x, fast: bool):
+    """Run our blocks in order on ``x`` with attention on the fast or step-by-step path."""
+    for block in blocks:
+        block.attn.fast = fast
+    for block in blocks:
+        x = block(x)  # (B, L, d_model)
+    return x
+
+
+def benchmark(shapes=SHAPES, warmup: int = 2, repeats: int = 7, threads: int | None = None, seed: int = 0,
+              config: dict | None = None):
+    """Time the three stacks at each ``(batch, seq_len)``; returns a list of result dicts.
+
+    ``config`` overrides the BERT-base sizes (keys of ``BERT_BASE``), e.g. for a quick test.
+    """
+    if threads is not None:
+        torch.set_num_threads(threads)
+    cfg = {**BERT_BASE, **(config or {})}
+    blocks, theirs = build_stacks(cfg["d_model"], cfg["n_heads"], cfg["d_ff"], cfg["n_layers"], cfg["eps"], seed)
+    results = []
+    gen = torch.Generator().manual_seed(seed)
+    for batch, length in shapes:
+        x = torch.randn(batch, length, cfg["d_model"], generator=gen)  # (B, L, d_model)
+        with torch.inference_mode():
+            ref = theirs(x)
+            ours = run_stack(blocks, x, fast=True)
+            naive = run_stack(blocks, x, fast=False)
+            diff_fast = (ours - ref).abs().max().item()
+            diff_naive = (naive - ref).abs().max().item()
+            # Interleave the three so that a slow spell on a shared machine hits all of them.
+            times = {"torch": [], "ours_fast": [], "ours_naive": []}
+            calls = {
+                "torch": lambda: theirs(x),
+                "ours_fast": lambda: run_stack(blocks, x, fast=True),
+                "ours_naive": lambda: run_stack(blocks, x, fast=False),
+            }
+            for name, call in calls.items():
+                time_fn(call, warmup=warmup, repeats=1)
+            for _ in range(repeats):
+                for name, call in calls.items():
+                    times[name].extend(time_fn(call, warmup=0, repeats=1)["runs_s"])
+        run_stack(blocks, x, fast=True)  # leave the blocks on the fast path
+        med = {name: statistics.median(v) for name, v in times.items()}
+        best = {name: min(v) for name, v in times.items()}
+        results.append({
+            "batch": batch, "seq_len": length, "median_s": med, "min_s": best,
+            "ratio_fast": med["ours_fast"] / med["torch"],
+            "ratio_naive": med["ours_naive"] / med["torch"],
+            "ratio_fast_min": best["ours_fast"] / best["torch"],
+            "ratio_naive_min": best["ours_naive"] / best["torch"],
+            "max_abs_diff_fast": diff_fast, "max_abs_diff_naive": diff_naive,
+        })
+    return results
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7, help="timed runs per stack and shape")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed runs first")
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    args = parser.parse_args(argv)
+    results = benchmark(warmup=args.warmup, repeats=args.repeats, threads=args.threads)
+    print(f"12 BERT-base layers, forward, inference mode, CPU, {torch.get_num_threads()} threads, "
+          f"torch {torch.__version__}; {args.repeats} interleaved runs each")
+    print("(the minimum is the least disturbed run; on a busy machine it is the steadier figure)")
+    print(f"{'shape':>9} {'stat':>6} {'torch (s)':>10} {'ours fast':>10} {'ours naive':>11} {'fast/torch':>11} "
+          f"{'naive/torch':>12} {'max |diff|':>11}")
+    for r in results:
+        diff = max(r["max_abs_diff_fast"], r["max_abs_diff_naive"])
+        for stat, m, rf, rn in (("median", r["median_s"], r["ratio_fast"], r["ratio_naive"]),
+                                ("min", r["min_s"], r["ratio_fast_min"], r["ratio_naive_min"])):
+            print(f"{r['batch']:>3} x {r['seq_len']:<3} {stat:>6} {m['torch']:>10.4f} {m['ours_fast']:>10.4f} "
+                  f"{m['ours_naive']:>11.4f} {rf:>10.2f}x {rn:>11.2f}x {diff:>11.1e}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
