@@ -141,7 +141,7 @@ QUESTIONS: tuple[Question, ...] = (
         answer=1,
         explanation="BERT-large is a 24-layer post-LN model, trained with a warmup. Pre-LN tends to be "
                     "easier to optimise when deep; both are in use, and they are not interchangeable.",
-        see="07 · encoder_block, “Two places for the LayerNorm”; 10 · training, “Post-LN vs pre-LN”",
+        see="07 · encoder_block, “Two places for the LayerNorm”; 10 · training, “Post-LN vs pre-LN, with and without warmup”",
     ),
     Question(
         text="In BERT-base, which part holds the most parameters?",
@@ -169,7 +169,7 @@ QUESTIONS: tuple[Question, ...] = (
         explanation="Without the mask, real tokens attend to the padding, and each padded slot has its "
                     "own position vector, so more padding changes the result. With the mask the "
                     "predictions are identical at every padding length.",
-        see="03 · masks, “The production bug”; 10 · training, “The padding mask, on and off”",
+        see="03 · masks, “The production bug: the same sentence, different answers”; 10 · training, “The padding mask, on and off”",
     ),
     Question(
         text="Why does a Transformer use LayerNorm rather than BatchNorm?",
@@ -198,7 +198,7 @@ QUESTIONS: tuple[Question, ...] = (
         answer=2,
         explanation="2 · d · 4d = 8d² weights; a gated FFN with three d × (8/3)d matrices also has 8d². "
                     "Many models pick other ratios.",
-        see="06 · feed_forward (parameters and the d_ff ratio)",
+        see="06 · feed_forward, “Is 4x special? The ratio is a convention”",
     ),
     Question(
         text="Self-attention without position information is...",
@@ -225,7 +225,7 @@ QUESTIONS: tuple[Question, ...] = (
         answer=2,
         explanation="QKᵀ and AV cost 4L²d FLOPs against 8Ld² + 4L·d·d_ff for the projections and the "
                     "FFN; they are equal at L = 2d + d_ff. At L = 512 the FFN is the largest term.",
-        see="09 · cost (FLOPs measured against the formulas, the crossover)",
+        see="09 · cost, “Attention against the rest, over L”",
     ),
 )
 

@@ -26,7 +26,8 @@ SOLUTIONS = sorted((ROOT / "notebooks" / "solutions").glob("[0-9][0-9]_*.ipynb")
 LEARNER = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 RESULTS = ROOT / "test-artifacts" / "notebook_budgets.json"
 MEMORY_LIMIT = 2 * 1024**3  # Binder's limit
-CHECK_CALL = re.compile(r"checks\.check_\w+\(")
+CHECK_CALL = re.compile(r"checks\.check_\w+\((\w+)\)")
+DEFINITION = re.compile(r"^(?:def|class)\s+(\w+)", re.M)
 
 pytestmark = pytest.mark.notebooks
 
@@ -108,15 +109,27 @@ def record(key: str, entry: dict) -> None:
 
 def execute(path: Path):
     nb = nbformat.read(path, as_version=4)
-    stored = [c for c in nb.cells if c.cell_type == "code"]
-    stored_outputs = [comparable(c.get("outputs", [])) for c in stored]
+    stored_outputs = [comparable(c.get("outputs", [])) for c in nb.cells if c.cell_type == "code"]
     client = NotebookClient(nb, timeout=int(budget_seconds(path)), kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
     start = time.perf_counter()
     with PeakMemory(client) as mem:
         client.execute()
     seconds = time.perf_counter() - start
-    return nb, stored, stored_outputs, seconds, mem.peak
+    return nb, stored_outputs, seconds, mem.peak
+
+
+def exercise_checks(solution: Path, cells) -> list:
+    """The check cells of the exercises: ``checks.check_x(name)`` where ``name`` is written in an exercise."""
+    exercises = set()
+    for cell in nbformat.read(solution, as_version=4).cells:
+        if cell.cell_type == "code" and "### BEGIN SOLUTION" in cell.source:
+            exercises.update(DEFINITION.findall(cell.source))
+    return [c for c in cells if (m := CHECK_CALL.search(c.source)) and m.group(1) in exercises]
+
+
+def stream_text(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
 
 
 def params(paths, version):
@@ -125,30 +138,27 @@ def params(paths, version):
 
 @pytest.mark.parametrize("path", params(SOLUTIONS, "solutions"))
 def test_solution_notebook(path):
-    nb, stored, stored_outputs, seconds, peak = execute(path)
+    nb, stored_outputs, seconds, peak = execute(path)
     record(f"solutions/{path.stem}", {"seconds": round(seconds, 1), "peak_mib": round(peak / 2**20)})
     code = [c for c in nb.cells if c.cell_type == "code"]
-    for before, cell, expected in zip(stored, code, stored_outputs):
+    for cell, expected in zip(code, stored_outputs):
         if cell.source.lstrip().startswith("# NBVAL_CHECK_OUTPUT"):
             assert comparable(cell.outputs) == expected, f"output changed in cell:\n{cell.source[:300]}"
-        if CHECK_CALL.search(cell.source):
-            text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
-            assert text.startswith("✓"), f"a solution's check did not pass:\n{cell.source}\n{text}"
+    for cell in exercise_checks(path, code):
+        text = stream_text(cell)
+        assert text.startswith("✓"), f"a solution's check did not pass:\n{cell.source}\n{text}"
     assert seconds <= budget_seconds(path), f"{path.name} took {seconds:.1f} s"
     assert peak < MEMORY_LIMIT, f"{path.name} kernel peaked at {peak / 2**20:.0f} MiB"
 
 
 @pytest.mark.parametrize("path", params(LEARNER, "learner"))
 def test_learner_notebook_runs_to_the_end(path):
-    nb, _, _, seconds, peak = execute(path)
+    nb, _, seconds, peak = execute(path)
     record(f"learner/{path.stem}", {"seconds": round(seconds, 1), "peak_mib": round(peak / 2**20)})
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code and code[-1].get("execution_count"), "the last cell did not run"
-    checks = [c for c in code if CHECK_CALL.search(c.source)]
-    has_stub = any("NotImplementedError" in c.source for c in code)
-    for cell in checks:
-        text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
-        if has_stub:
-            assert "not attempted yet" in text, f"expected 'not attempted yet', got:\n{text}"
+    for cell in exercise_checks(path.parent / "solutions" / path.name, code):
+        text = stream_text(cell)
+        assert "not attempted yet" in text, f"expected 'not attempted yet', got:\n{text}"
     assert seconds <= budget_seconds(path), f"{path.name} took {seconds:.1f} s"
     assert peak < MEMORY_LIMIT, f"{path.name} kernel peaked at {peak / 2**20:.0f} MiB"

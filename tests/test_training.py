@@ -1,0 +1,128 @@
+"""The training toolkit of notebook 10: labels, baseline, masking, determinism (seconds on a CPU)."""
+
+from collections import Counter
+
+import pytest
+import torch
+
+from encoder_course import training as T
+
+
+def _labels_by_hand(seq, n_classes):
+    counts = Counter(seq)
+    return [min(counts[s], n_classes) - 1 for s in seq]
+
+
+def test_frequency_labels_match_counting_by_hand():
+    task = T.FrequencyTask(n_symbols=5, n_classes=3, min_len=3, max_len=12)
+    g = torch.Generator().manual_seed(0)
+    seqs = task.sequences(50, g)
+    ids = T.pad_sequences(seqs)
+    labels = task.labels(ids)
+    for row, seq in enumerate(seqs):
+        assert labels[row, : len(seq)].tolist() == _labels_by_hand(seq, 3)
+        assert (labels[row, len(seq):] == T.IGNORE_INDEX).all()
+
+
+def test_frequency_labels_small_example_and_padding_ignored():
+    ids = torch.tensor([[3, 1, 3, 3, 2, 0, 0], [5, 5, 0, 0, 0, 0, 0]])
+    # 3 occurs three times, 1 and 2 once; padding (0) never counts, even if it occurs often.
+    assert T.frequency_labels(ids, 4).tolist() == [[2, 0, 2, 2, 0, -100, -100],
+                                                   [1, 1, -100, -100, -100, -100, -100]]
+    assert T.frequency_labels(ids, 2).tolist()[0][:5] == [1, 0, 1, 1, 0]  # clipped: "2 or more"
+
+
+def test_batches_have_varied_lengths_and_padding():
+    task = T.FrequencyTask()
+    ids, labels = task.batch(64, torch.Generator().manual_seed(1))
+    lengths = (ids != 0).sum(1)
+    assert lengths.min() >= task.min_len and lengths.max() <= task.max_len
+    assert len(set(lengths.tolist())) > 3
+    assert ids.shape[1] == lengths.max()
+    assert ((labels == T.IGNORE_INDEX) == (ids == 0)).all()
+    padded, _ = task.batch(4, torch.Generator().manual_seed(1), pad_to=40)
+    assert padded.shape == (4, 40)
+
+
+def test_bad_inputs_raise():
+    with pytest.raises(ValueError, match="min_len"):
+        T.FrequencyTask(min_len=9, max_len=4)
+    with pytest.raises(TypeError):
+        T.frequency_labels(torch.zeros(2, 3), 4)
+    with pytest.raises(ValueError, match="shorter"):
+        T.pad_sequences([[1, 2, 3]], length=2)
+    with pytest.raises(ValueError, match="no real"):
+        T.majority_baseline(torch.full((2, 3), T.IGNORE_INDEX))
+
+
+def test_accuracy_counts_only_real_tokens():
+    labels = torch.tensor([[0, 1, T.IGNORE_INDEX, T.IGNORE_INDEX]])
+    logits = torch.zeros(1, 4, 2)
+    logits[0, 0, 0] = 1  # right
+    logits[0, 1, 0] = 1  # wrong
+    logits[0, 2:, 0] = 1  # padding: never counted
+    assert T.accuracy(logits, labels) == 0.5
+    assert T.majority_baseline(torch.tensor([[0, 0, 1, T.IGNORE_INDEX, T.IGNORE_INDEX]])) == pytest.approx(2 / 3)
+
+
+@pytest.fixture(scope="module")
+def trained():
+    task = T.FrequencyTask()
+    eval_data = task.batch(128, torch.Generator().manual_seed(99))
+    model = T.make_model(task, d_model=32, n_heads=4, d_ff=64, n_layers=2, seed=0)
+    result = T.train(model, task, steps=120, lr=3e-3, warmup_steps=10, eval_data=eval_data, eval_every=60)
+    return task, eval_data, model, result
+
+
+def test_brief_training_beats_majority_baseline(trained):
+    task, (ids, labels), model, result = trained
+    baseline = T.majority_baseline(labels)
+    assert result.eval_steps == [60, 120]
+    assert len(result.loss) == 120 and len(result.lr) == 120
+    assert result.final_accuracy > baseline + 0.15, (result.final_accuracy, baseline)
+    assert result.final_loss() < result.loss[0]
+
+
+def test_masked_and_unmasked_evaluation_differ(trained):
+    task, (ids, labels), model, _ = trained
+    extra = torch.zeros(ids.shape[0], 20, dtype=ids.dtype)  # more padding than training ever saw
+    longer = torch.cat([ids, extra], dim=1)
+    with torch.no_grad():
+        masked = model(longer, use_mask=True)[:, : ids.shape[1]]
+        unmasked = model(longer, use_mask=False)[:, : ids.shape[1]]
+        original = model(ids, use_mask=True)
+    assert (masked - original).abs().max() < 1e-4  # with the mask, padding changes nothing
+    assert (unmasked - original).abs().max() > 1e-2  # without it, the same tokens get other logits
+    assert T.evaluate(model, longer, task.labels(longer), use_mask=True) != \
+        T.evaluate(model, longer, task.labels(longer), use_mask=False)
+
+
+def test_same_seed_same_curve():
+    task = T.FrequencyTask(max_len=8)
+    runs = []
+    for _ in range(2):
+        model = T.make_model(task, d_model=16, n_heads=2, d_ff=32, n_layers=1, seed=3)
+        runs.append(T.train(model, task, steps=15, seed=5).loss)
+    assert runs[0] == runs[1]
+    model = T.make_model(task, d_model=16, n_heads=2, d_ff=32, n_layers=1, seed=4)
+    assert T.train(model, task, steps=15, seed=5).loss != runs[0]
+
+
+def test_warmup_schedule():
+    assert [T.warmup_factor(s, 4) for s in range(6)] == [0.25, 0.5, 0.75, 1.0, 1.0, 1.0]
+    assert T.warmup_factor(0, 0) == 1.0
+    task = T.FrequencyTask(max_len=6)
+    model = T.make_model(task, d_model=16, n_heads=2, d_ff=32, n_layers=1)
+    result = T.train(model, task, steps=5, lr=1e-2, warmup_steps=4)
+    assert result.lr == pytest.approx([2.5e-3, 5e-3, 7.5e-3, 1e-2, 1e-2])
+
+
+def test_without_attention_little_beats_the_majority_class():
+    task = T.FrequencyTask()
+    ids, labels = task.batch(4000, torch.Generator().manual_seed(0))
+    majority = T.majority_baseline(labels)
+    bound = T.best_without_attention(ids, labels)
+    assert majority <= bound < majority + 0.08
+    # A table that knows the other tokens would be perfect: the bound is for per-token models only.
+    tiny = torch.tensor([[1, 1, 2, 0]])
+    assert T.best_without_attention(tiny, T.frequency_labels(tiny, 4)) == 1.0
