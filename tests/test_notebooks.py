@@ -36,19 +36,30 @@ def budget_seconds(path: Path) -> float:
 
 
 def comparable(outputs) -> list[str]:
-    """The parts of a cell's outputs that nbval-lax compares: text streams and text/plain."""
-    parts = []
+    """The parts of a cell's outputs that nbval-lax compares: text streams and text/plain.
+
+    Consecutive chunks of one stream are joined: how a print is split into messages varies.
+    """
+    parts: list[str] = []
+    last_stream = None
     for out in outputs:
-        if out.get("output_type") == "stream":
-            parts.append(out.get("name", "") + ":" + out.get("text", ""))
-        elif out.get("output_type") in ("execute_result", "display_data"):
+        kind = out.get("output_type")
+        if kind == "stream":
+            name = out.get("name", "")
+            if last_stream == name:
+                parts[-1] += out.get("text", "")
+            else:
+                parts.append(f"{name}: " + out.get("text", ""))
+            last_stream = name
+            continue
+        last_stream = None
+        if kind in ("execute_result", "display_data"):
             text = out.get("data", {}).get("text/plain")
             if text is not None and not str(text).startswith("<Figure"):
                 parts.append("".join(text))
-        elif out.get("output_type") == "error":
-            parts.append("error:" + out.get("ename", ""))
-    # Consecutive stream chunks may be split differently from run to run.
-    return ["".join(parts)]
+        elif kind == "error":
+            parts.append("error: " + out.get("ename", ""))
+    return parts
 
 
 def record(key: str, entry: dict) -> None:
