@@ -27,7 +27,7 @@ def build_stacks(d_model=768, n_heads=12, d_ff=3072, n_layers=12, eps=1e-12, see
 
     Returns:
         ``(ours_fast, ours_naive, torch_encoder)``, all in eval mode; ``ours_naive`` shares its
-        parameters with ``ours_fast`` (same modules, attention switched to the step-by-step path).
+        parameters with ``ours_fast`` (same modules, attention and LayerNorm switched to the step-by-step path).
     """
     torch.manual_seed(seed)
     blocks = nn.ModuleList(
@@ -61,9 +61,9 @@ def build_stacks(d_model=768, n_heads=12, d_ff=3072, n_layers=12, eps=1e-12, see
 
 
 def run_stack(blocks, x, fast: bool):
-    """Run our blocks in order on ``x`` with attention on the fast or step-by-step path."""
+    """Run our blocks in order on ``x`` with attention and LayerNorm on the fast or step-by-step path."""
     for block in blocks:
-        block.attn.fast = fast
+        block.attn.fast = block.norm1.fast = block.norm2.fast = fast
     for block in blocks:
         x = block(x)  # (B, L, d_model)
     return x

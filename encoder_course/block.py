@@ -37,7 +37,7 @@ class EncoderBlock(nn.Module):
         norm_first: False for post-LN, True for pre-LN.
         activation: ``"relu"``, ``"gelu"`` or ``"swiglu"``.
         eps: LayerNorm epsilon.
-        fast: attention through PyTorch's fused kernel (True) or the step-by-step path.
+        fast: attention and LayerNorm through PyTorch's fused kernels (True) or step by step.
 
     Shape:
         ``x`` ``(B, L, d_model)``, ``mask`` bool broadcastable to ``(B, H, L, L)``, True = may
@@ -60,8 +60,8 @@ class EncoderBlock(nn.Module):
         self.norm_first = bool(norm_first)
         self.attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, fast=fast)
         self.ffn = FeedForward(d_model, d_ff, activation=activation, dropout=dropout)
-        self.norm1 = LayerNorm(d_model, eps=eps)
-        self.norm2 = LayerNorm(d_model, eps=eps)
+        self.norm1 = LayerNorm(d_model, eps=eps, fast=fast)
+        self.norm2 = LayerNorm(d_model, eps=eps, fast=fast)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 

@@ -171,7 +171,7 @@ class Encoder(nn.Module):
 
     Args:
         config: the hyperparameters.
-        fast: attention through PyTorch's fused kernel (True) or the step-by-step path.
+        fast: attention and LayerNorm through PyTorch's fused kernels (True) or step by step.
 
     Shape:
         ``token_ids`` ``(B, L)``; ``mask`` bool, either ``(B, L)`` (True = real token) or
@@ -193,7 +193,7 @@ class Encoder(nn.Module):
             for _ in range(config.n_layers)
         )
         # Pre-LN leaves the residual stream un-normalised: normalise once at the end.
-        self.final_norm = LayerNorm(config.d_model, eps=config.eps) if config.norm_first else None
+        self.final_norm = LayerNorm(config.d_model, eps=config.eps, fast=fast) if config.norm_first else None
 
     def _prepare_mask(self, mask, token_ids: torch.Tensor):
         if mask is None:

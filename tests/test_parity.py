@@ -98,10 +98,11 @@ def test_multi_head_matches_nn_multihead(fast, masked):
     torch.testing.assert_close(out, ref, atol=ATOL, rtol=0)
 
 
-def test_layer_norm_matches_nn_layernorm():
+@pytest.mark.parametrize("fast", [False, True])
+def test_layer_norm_matches_nn_layernorm(fast):
     torch.manual_seed(0)
     for eps in (1e-5, 1e-12):
-        ours = randomise(ec.LayerNorm(24, eps=eps))
+        ours = randomise(ec.LayerNorm(24, eps=eps, fast=fast))
         theirs = nn.LayerNorm(24, eps=eps)
         theirs.load_state_dict(ours.state_dict())
         for scale in (1e-3, 1.0, 1e3):
