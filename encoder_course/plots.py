@@ -901,6 +901,20 @@ def training_loss_curves(curves: dict, title: str = "Training loss", smooth: int
     return fig
 
 
+def _accuracy_axes(ax, xs_and_curves, baseline, xlabel: str, title: str) -> None:
+    """Draw accuracy curves (in %) with an optional dashed majority-class baseline."""
+    for label, (xs, accs) in xs_and_curves:
+        ax.plot(list(xs), [100 * float(a) for a in accs], marker="o", markersize=3, label=label)
+    if baseline is not None:
+        ax.axhline(100 * baseline, color="grey", linestyle="--", label="majority-class baseline")
+    ax.set_ylim(0, 100)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("accuracy (% of real tokens)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+
+
 def training_accuracy_curves(curves: dict, baseline: float | None = None,
                              title: str = "Validation accuracy on real tokens"):
     """Accuracy against step, one curve per run, with the majority-class baseline as a line.
@@ -911,16 +925,7 @@ def training_accuracy_curves(curves: dict, baseline: float | None = None,
         title: the figure title.
     """
     fig, ax = plt.subplots(figsize=(7, 3.6))
-    for label, (steps, accs) in curves.items():
-        ax.plot(list(steps), [100 * float(a) for a in accs], marker="o", markersize=3, label=label)
-    if baseline is not None:
-        ax.axhline(100 * baseline, color="grey", linestyle="--", label="majority-class baseline")
-    ax.set_ylim(0, 100)
-    ax.set_xlabel("optimiser step")
-    ax.set_ylabel("accuracy (% of real tokens)")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
+    _accuracy_axes(ax, curves.items(), baseline, "optimiser step", title)
     fig.tight_layout()
     return fig
 
@@ -936,16 +941,8 @@ def accuracy_vs_padding(pad_counts, curves: dict, baseline: float | None = None,
         title: the figure title.
     """
     fig, ax = plt.subplots(figsize=(7, 3.6))
-    for label, accs in curves.items():
-        ax.plot(list(pad_counts), [100 * float(a) for a in accs], marker="o", markersize=3, label=label)
-    if baseline is not None:
-        ax.axhline(100 * baseline, color="grey", linestyle="--", label="majority-class baseline")
-    ax.set_ylim(0, 100)
-    ax.set_xlabel("extra padding positions per sequence")
-    ax.set_ylabel("accuracy (% of real tokens)")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
+    _accuracy_axes(ax, ((label, (pad_counts, accs)) for label, accs in curves.items()), baseline,
+                   "extra padding positions per sequence", title)
     fig.tight_layout()
     return fig
 

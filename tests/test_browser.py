@@ -205,24 +205,23 @@ def widget_with(page, needle: str):
     raise AssertionError(f"no widget with controls, a figure and the text {needle!r}")
 
 
-def test_encoder_block_widget_toggles_norm_placement(lab, page):
-    open_and_run_all(page, lab, "07_encoder_block.ipynb")
+def assert_toggle_changes_figure(page, lab, notebook: str, needle: str) -> None:
+    """Run All, find the widget, flip its two-state control and see its figure redrawn."""
+    open_and_run_all(page, lab, notebook)
     assert_no_errors(page)
-    widget = widget_with(page, "LN")
+    widget = widget_with(page, needle)
     assert widget.locator(CONTROLS).count() >= 2, "the widget has no real controls"
     before = figure_of(widget)
     change_first_toggle(widget)
     wait_for_new_figure(widget, before)
+
+
+def test_encoder_block_widget_toggles_norm_placement(lab, page):
+    assert_toggle_changes_figure(page, lab, "07_encoder_block.ipynb", "LN")
 
 
 def test_masks_widget_toggles_padding_mask(lab, page):
-    open_and_run_all(page, lab, "03_masks.ipynb")
-    assert_no_errors(page)
-    widget = widget_with(page, "mask")
-    assert widget.locator(CONTROLS).count() >= 2, "the widget has no real controls"
-    before = figure_of(widget)
-    change_first_toggle(widget)
-    wait_for_new_figure(widget, before)
+    assert_toggle_changes_figure(page, lab, "03_masks.ipynb", "mask")
 
 
 def test_fresh_learner_notebook_runs_to_the_end(lab, page):
