@@ -119,16 +119,20 @@ def explore_attention_scale():
     )
 
 
+def _show_figure(fig):
+    """Display a figure inside an Output widget and close it (so it is shown exactly once)."""
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    display(fig)
+    plt.close(fig)
+
+
 def _intro_display(view):
-    """Wrap a ``*_view`` callback so the widget shows its figure once (and closes it for pyplot)."""
+    """Wrap a ``*_view`` callback so the widget shows its figure once (see :func:`_show_figure`)."""
 
     def show(**kwargs):
-        import matplotlib.pyplot as plt
-        from IPython.display import display
-
-        fig = view(**kwargs)
-        plt.close(fig)
-        display(fig)
+        _show_figure(view(**kwargs))
 
     show.__name__ = view.__name__
     return show
@@ -383,15 +387,6 @@ def padding_view(use_mask: bool, pad_length: int, seed: int = 0):
     top = 1.15 * max(worst, float(drift.max()), 1e-3)
     return plots.padding_drift_figure(weights, drift, list(PADDING_SENTENCE), len(PADDING_SENTENCE),
                                       bool(use_mask), top)
-
-
-def _show_figure(fig):
-    """Display a figure inside an Output widget and close it (so it is shown exactly once)."""
-    import matplotlib.pyplot as plt
-    from IPython.display import display
-
-    display(fig)
-    plt.close(fig)
 
 
 def explore_padding():
