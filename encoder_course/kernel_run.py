@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 POLL_S = 0.5
+START_ATTEMPTS = 3
 
 
 @dataclass
@@ -89,23 +90,17 @@ def run_notebook(nb, *, timeout: float, cwd: str | Path, kernel_name: str = "pyt
         startup_timeout: seconds allowed for the kernel to start.
     """
     import nbformat
-    from jupyter_client.manager import KernelManager
 
     result = RunResult()
     start = time.monotonic()
     deadline = start + timeout
-    km = KernelManager(kernel_name=kernel_name)
-    km.start_kernel(cwd=str(cwd))
-    memory = _PeakMemory(getattr(km.provisioner, "pid", None))
-    memory.start()
-    kc = km.client()
-    kc.start_channels()
     try:
-        try:
-            kc.wait_for_ready(timeout=min(startup_timeout, max(1.0, deadline - time.monotonic())))
-        except RuntimeError:
-            result.stop_reason, result.stopped_at = "timed out", 0
-            return result
+        km, kc, memory = _start_kernel(kernel_name, cwd, min(startup_timeout, timeout), deadline)
+    except _KernelDidNotStart as failure:
+        result.seconds = time.monotonic() - start
+        result.stop_reason, result.stopped_at = failure.reason, 0
+        return result
+    try:
         for index, cell in enumerate(nb.cells):
             if cell.get("cell_type") != "code":
                 continue
@@ -124,6 +119,45 @@ def run_notebook(nb, *, timeout: float, cwd: str | Path, kernel_name: str = "pyt
         result.peak_rss = memory.peak
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+class _KernelDidNotStart(Exception):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _start_kernel(kernel_name: str, cwd, startup_timeout: float, deadline: float):
+    """Start a kernel and wait until it answers; returns ``(km, kc, memory_thread)``.
+
+    A kernel can die at start with "Address already in use": jupyter_client picks its five ports by
+    binding to port 0 and letting go, and another process (a second test worker, or any outgoing
+    connection) can take one of them before the kernel binds it. A kernel that dies at start is
+    therefore started again on fresh ports, up to ``START_ATTEMPTS`` times. When none answers,
+    raises ``_KernelDidNotStart`` with the reason ``"kernel died"`` or ``"timed out"``.
+    """
+    from jupyter_client.manager import KernelManager
+
+    reason = "kernel died"
+    for _ in range(START_ATTEMPTS):
+        km = KernelManager(kernel_name=kernel_name)
+        km.start_kernel(cwd=str(cwd))
+        memory = _PeakMemory(getattr(km.provisioner, "pid", None))
+        memory.start()
+        kc = km.client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=min(startup_timeout, max(1.0, deadline - time.monotonic())))
+            return km, kc, memory
+        except RuntimeError:  # jupyter_client raises RuntimeError both for a death and for a timeout
+            reason = "kernel died" if not km.is_alive() else "timed out"
+            memory.stop.set()
+            memory.join()
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+            if reason == "timed out" or time.monotonic() >= deadline:
+                break
+    raise _KernelDidNotStart(reason)
 
 
 def _run_cell(kc, km, cell, deadline: float, nbformat) -> str:

@@ -51,11 +51,21 @@ def with_body(body: str | None, folder: Path) -> Path:
     return path
 
 
-def self_check(path: Path) -> subprocess.CompletedProcess:
+# What jupyter_client says when nbval's kernel dies before it answers. With two test workers starting
+# kernels at once this happens now and then: a port picked for the kernel is taken before the kernel
+# binds it ("Address already in use"). That is a failed start, not a result, so the check runs again.
+KERNEL_DID_NOT_START = "Kernel died before replying to kernel_info"
+
+
+def self_check(path: Path, attempts: int = 3) -> subprocess.CompletedProcess:
     env = dict(os.environ, IPYTHONDIR=str(ROOT / "tests" / "ipython_profile"))
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                           "--nbval-lax", "--nbval-cell-timeout=120", str(path)],
-                          cwd=path.parent, env=env, capture_output=True, text=True, timeout=600)
+    for _ in range(attempts):
+        result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                                 "--nbval-lax", "--nbval-cell-timeout=120", str(path)],
+                                cwd=path.parent, env=env, capture_output=True, text=True, timeout=600)
+        if KERNEL_DID_NOT_START not in result.stdout + result.stderr:
+            break
+    return result
 
 
 @pytest.mark.skipif(not LEARNER.exists(), reason="learner notebooks not generated yet")
