@@ -54,6 +54,10 @@ def check_mask(mask, target_shape: tuple[int, ...]) -> None:
     except RuntimeError:
         merged = None
     if merged != torch.Size(target_shape):
+        hint = ""
+        if mask.dim() == 2 and len(target_shape) == 4 and tuple(mask.shape) == (target_shape[0], target_shape[-1]):
+            hint = ("; it looks like a (B, L) padding mask: give it as (B, 1, 1, L), with "
+                    "padding_mask(token_ids, pad_id) or mask[:, None, None, :]")
         raise ValueError(
-            f"mask of shape {shape_str(mask)} is not broadcastable to the scores' shape {target}"
+            f"mask of shape {shape_str(mask)} is not broadcastable to the scores' shape {target}{hint}"
         )

@@ -24,6 +24,8 @@ def _check_qkv(q, k, v) -> None:
         raise ValueError(
             f"q and k must share their last dimension d_k: q {shape_str(q)}, k {shape_str(k)}"
         )
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"q, k and v must share one dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
             f"k and v must have the same number of positions L_k: k {shape_str(k)}, v {shape_str(v)}"
@@ -62,7 +64,9 @@ def scaled_dot_product_attention(
     """
     _check_qkv(q, k, v)
     d_k = q.shape[-1]
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., L_q, L_k)
+    # Scale q before the product, not the scores after it: the same numbers, but in float16 a large
+    # q.k (above 65504) would overflow to inf before the division could bring it back in range.
+    scores = (q / math.sqrt(d_k)) @ k.transpose(-2, -1)  # (..., L_q, L_k)
     if mask is not None:
         check_mask(mask, _scores_shape(q, k))
         # -inf makes the softmax give exactly zero weight to masked keys.

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import math
 import signal
 import threading
@@ -103,14 +104,37 @@ def _time_limit(seconds: float):
             signal.setitimer(signal.ITIMER_REAL, *old_timer)
 
 
-def _error_hint(exc: BaseException) -> str:
+_SHAPE_HINTS = {
+    "sinusoidal_positions": "the positions form a column (seq_len, 1) and the frequencies a row "
+                            "(d_model / 2,), so pos / freq has shape (seq_len, d_model / 2).",
+    "scaled_dot_product_attention": "to swap only the last two dimensions use k.transpose(-2, -1) (k.T "
+                                    "and k.t() do something else for more than 2 dimensions). The mask "
+                                    "already lines up with the scores (..., L_q, L_k), keys last: use it "
+                                    "as given, without transposing or reshaping it.",
+    "MultiHeadAttention": "split (B, L, d_model) into (B, L, H, d_head) and transpose to (B, H, L, d_head); "
+                          "merge back with transpose(1, 2) and reshape(B, L, d_model); use k.transpose(-2, -1) "
+                          "for the scores.",
+    "LayerNorm": "a mean or variance taken without keepdim=True loses its last dimension and no longer "
+                 "lines up with x: x.mean(dim=-1, keepdim=True).",
+    "FeedForward": "w1 maps d_model to d_ff and w2 maps d_ff back to d_model: apply w1 first, w2 last.",
+    "EncoderBlock": "self.attn(x, mask) and self.ffn(x) both take and return (B, L, d_model); check what you "
+                    "pass to each.",
+}
+
+
+def _error_hint(exc: BaseException, name: str = "") -> str:
     text = str(exc)
+    if "Boolean value of Tensor with more than one value is ambiguous" in text:
+        return ("`if mask:` asks whether a whole tensor is true; to test whether a mask was given, write "
+                "`if mask is not None:`.")
+    if "view size is not compatible" in text:
+        return ("a tensor that was transposed cannot be .view()-ed: use .reshape(...) or "
+                ".contiguous().view(...).")
+    if isinstance(exc, TypeError) and "required positional argument: 'mask'" in text:
+        return "the mask is optional: write `def forward(self, x, mask=None)` and pass it on only as given."
     if isinstance(exc, RuntimeError) and ("shape" in text or "size" in text or "dimension" in text):
-        return (
-            "Print the shape of each tensor step by step. To swap only the last two dimensions use "
-            "k.transpose(-2, -1); k.T and k.t() do something else for tensors with more than 2 "
-            "dimensions."
-        )
+        return "Print the shape of each tensor step by step. " + _SHAPE_HINTS.get(
+            name, "Check which dimension each operation works on.")
     if isinstance(exc, (NameError, AttributeError)):
         return "Check the spelling of the names you use (and that the cells above have been run)."
     if isinstance(exc, TypeError):
@@ -136,7 +160,7 @@ def _invoke(name: str, what: str, fn: Callable, *args, **kwargs):
         if exc.__traceback__ is not None and exc.__traceback__.tb_next is not None:
             exc = exc.with_traceback(exc.__traceback__.tb_next)  # show the learner's frames only
         raise ExerciseError(
-            f"Your {name} raised {type(exc).__name__} {what}: {exc}\nHint: {_error_hint(exc)}"
+            f"Your {name} raised {type(exc).__name__} {what}: {exc}\nHint: {_error_hint(exc, name)}"
         ) from exc
     if time.perf_counter() - start > TIME_LIMIT:
         raise ExerciseError(
@@ -177,12 +201,24 @@ def _expect_tensor(name: str, value, what: str, role: str = "a tensor") -> torch
             f"Your {name} returned a NumPy {kind} {what}; it should return {role} (a torch.Tensor).\n"
             "Hint: stay with torch operations (no .numpy(), no np.* functions) so the result stays a tensor."
         )
-    if isinstance(value, (tuple, list)):
+    if isinstance(value, list):
         raise ExerciseError(
-            f"Your {name} returned a {kind} of {len(value)} values {what}; it should return {role} "
+            f"Your {name} returned a Python list {what}; it should return {role}"
+            f"{'' if role.startswith('the pair') else ' (a torch.Tensor)'}.\n"
+            "Hint: return the tensor itself (no .tolist(), no list of tensors; torch.stack joins "
+            "tensors into one)."
+        )
+    if isinstance(value, tuple):
+        raise ExerciseError(
+            f"Your {name} returned a tuple of {len(value)} values {what}; it should return {role} "
             "(a single torch.Tensor).\nHint: return only the output tensor, not extra values."
         )
-    raise ExerciseError(f"Your {name} returned a {kind} {what}; it should return {role} (a torch.Tensor).")
+    if inspect.isgenerator(value):
+        raise ExerciseError(
+            f"Your {name} returned a generator {what}: it uses `yield` where it should `return` {role}."
+        )
+    tensor = "" if role.startswith("the pair") else " (a torch.Tensor)"
+    raise ExerciseError(f"Your {name} returned a {kind} {what}; it should return {role}{tensor}.")
 
 
 def _close(got: torch.Tensor, want: torch.Tensor, factor: float = 1.0) -> bool:
@@ -241,6 +277,9 @@ def _first_match(got: dict, variants, *args) -> str | None:
     return best
 
 
+_CLASS_EXERCISES = ("multi_head_attention", "layer_norm", "feed_forward", "encoder_block")
+
+
 def _checker(name: str):
     """Wrap a checker body: print the one-line verdict, turn a stub into 'not attempted yet'."""
 
@@ -257,6 +296,13 @@ def _checker(name: str):
                         raise ExerciseError(
                             f"check_{name} expects your function or class itself (its name, without "
                             f"calling it), but got a {type(candidate).__name__}."
+                        )
+                    if name in _CLASS_EXERCISES and isinstance(candidate, torch.nn.Module):
+                        cls_name = type(candidate).__name__
+                        raise ExerciseError(
+                            f"check_{name} expects your class itself, but got a module already built "
+                            f"from it ({cls_name}(...)). Pass the class: check_{name}({cls_name}); the "
+                            "checker builds it with several sizes."
                         )
                     body(candidate)
             except _NotAttempted:
@@ -298,7 +344,8 @@ def _randn(gen, *shape, scale=1.0):
 # Positions
 
 
-def _positions(seq_len, d_model, *, swap=False, halves=False, exponent="2i", start=0, multiply=False):
+def _positions(seq_len, d_model, *, swap=False, halves=False, exponent="2i", start=0, multiply=False,
+               base=10000.0, odd="cos"):
     pos = torch.arange(start, start + seq_len, dtype=torch.float64).unsqueeze(1)
     i = torch.arange(d_model // 2, dtype=torch.float64)
     cols = torch.arange(d_model, dtype=torch.float64)
@@ -308,12 +355,16 @@ def _positions(seq_len, d_model, *, swap=False, halves=False, exponent="2i", sta
         e_even = e_odd = i / d_model
     elif exponent == "4i":
         e_even = e_odd = 4 * i / d_model
+    elif exponent == "zero":  # integer division: 2i // d_model is 0 for every pair
+        e_even = e_odd = torch.zeros_like(i)
     else:  # each column its own exponent j/d_model
         e_even, e_odd = cols[0::2] / d_model, cols[1::2] / d_model
-    f_even, f_odd = (10000.0 ** e_even), (10000.0 ** e_odd)
+    f_even, f_odd = (base ** e_even), (base ** e_odd)
     a_even = pos * f_even if multiply else pos / f_even
     a_odd = pos * f_odd if multiply else pos / f_odd
     first, second = (torch.cos, torch.sin) if swap else (torch.sin, torch.cos)
+    if odd != "cos":  # the same function in both columns (a copy-paste slip)
+        first = second = {"sin": torch.sin, "cos_both": torch.cos}[odd]
     pe = torch.empty(seq_len, d_model, dtype=torch.float64)
     if halves:
         pe[:, : d_model // 2], pe[:, d_model // 2:] = first(a_even), second(a_odd)
@@ -346,6 +397,18 @@ _POSITION_MISTAKES = [
      lambda L, d: {"pe": _positions(L, d, multiply=True)}),
     ("positions start at 1, but they count from 0 (the first row is sin(0) = 0, cos(0) = 1).",
      lambda L, d: {"pe": _positions(L, d, start=1)}),
+    ("the odd columns hold sines too. Column 2i is sin and column 2i+1 is cos of the same angle.",
+     lambda L, d: {"pe": _positions(L, d, odd="sin")}),
+    ("the even columns hold cosines too. Column 2i is sin and column 2i+1 is cos of the same angle.",
+     lambda L, d: {"pe": _positions(L, d, odd="cos_both")}),
+    ("every pair of columns has the same frequency, as if the exponent 2i/d_model were always 0. "
+     "That happens with integer division (2 * i // d_model) or integer tensors: make the exponent a "
+     "float, e.g. torch.arange(0, d_model, 2, dtype=torch.float32) / d_model.",
+     lambda L, d: {"pe": _positions(L, d, exponent="zero")}),
+] + [
+    (f"the base of the frequencies is {other:g}; the paper uses 10000: pos / 10000^(2i/d_model).",
+     lambda L, d, other=other: {"pe": _positions(L, d, base=other)})
+    for other in (1000.0, 100.0, 100000.0, 10.0)
 ]
 
 
@@ -368,10 +431,16 @@ def check_sinusoidal_positions(fn):
                 f"(seq_len, d_model) = {_shape(want)}.{hint}"
             )
         if got.dtype != torch.float32:
+            if got.is_floating_point():
+                hint = "compute in float32 (the default), or convert the finished table with .float()."
+            else:
+                hint = ("an integer table cannot hold sines and cosines (they are cut to -1, 0 or 1). "
+                        "Create the table and the position and index tensors as floats: "
+                        "torch.zeros(seq_len, d_model) and torch.arange(..., dtype=torch.float32) "
+                        "(torch.arange gives integers by default).")
             raise ExerciseError(
-                f"Your sinusoidal_positions returned dtype {got.dtype} {what}; it should be torch.float32.\n"
-                "Hint: create the position and index tensors with dtype=torch.float32 (torch.arange "
-                "gives integers by default), or convert the result with .float()."
+                f"Your sinusoidal_positions returned dtype {got.dtype} {what}; it should be "
+                f"torch.float32.\nHint: {hint}"
             )
         if torch.isnan(got).any():
             raise ExerciseError(
@@ -408,6 +477,10 @@ def _attention(q, k, v, mask=None, *, scale="sqrt", softmax_dim=-1, mask_mode="f
         scores = scores * math.sqrt(d_k)
     elif scale == "sqrt_dv":
         scores = scores / math.sqrt(v.shape[-1])
+    elif scale == "sqrt_lk":
+        scores = scores / math.sqrt(k.shape[-2])
+    elif scale == "half":  # d_k ** 1/2 reads as (d_k ** 1) / 2
+        scores = scores / (d_k / 2)
     raw = scores
     if mask is not None:
         mask = torch.broadcast_to(mask, scores.shape)
@@ -422,6 +495,8 @@ def _attention(q, k, v, mask=None, *, scale="sqrt", softmax_dim=-1, mask_mode="f
             weights = weights.masked_fill(~mask, 0.0)
         if mask_mode in ("fill", "inverted") and fill == "zero":
             weights = weights.masked_fill(~use.any(dim=-1, keepdim=True), 0.0)
+    if weights_are == "scaled_after":  # softmax of the unscaled scores, then divided by sqrt(d_k)
+        weights = weights / math.sqrt(d_k)
     out = weights @ v
     if weights_are == "scores":
         weights = raw
@@ -459,6 +534,15 @@ _ATTENTION_MISTAKES = [
     ("the mask has no effect: masked keys still get weight. Fill the scores where mask is False with "
      "float('-inf') before the softmax, e.g. scores.masked_fill(~mask, float('-inf')).",
      lambda q, k, v, m: _attention(q, k, v, m, mask_mode="ignore")),
+    ("the scores are divided by the square root of the number of keys (L_k = k.shape[-2]); divide by "
+     "sqrt(d_k), the size of the last dimension of q and k: q.shape[-1].",
+     lambda q, k, v, m: _attention(q, k, v, m, scale="sqrt_lk")),
+    ("the scores are divided by d_k / 2. In Python `d_k ** 1/2` means (d_k ** 1) / 2, because ** binds "
+     "tighter than /: write d_k ** 0.5 or math.sqrt(d_k).",
+     lambda q, k, v, m: _attention(q, k, v, m, scale="half")),
+    ("the scaling comes after the softmax: the weights are divided by sqrt(d_k), so rows no longer sum "
+     "to 1. Scale the scores before the softmax: softmax(q @ k^T / sqrt(d_k)).",
+     lambda q, k, v, m: _attention(q, k, v, m, scale="none", weights_are="scaled_after")),
     ("the weights you return are the raw scores from before the softmax. Return the weights after "
      "the softmax (the ones you multiply v with).",
      lambda q, k, v, m: _attention(q, k, v, m, weights_are="scores")),
@@ -468,8 +552,9 @@ _ATTENTION_MISTAKES = [
 def _attention_cases():
     g = _gen(1)
     cases = []
-    q, k, v = _randn(g, 2, 3, 4), _randn(g, 2, 5, 4), _randn(g, 2, 5, 6)
-    cases.append(("on batched inputs q (2, 3, 4), k (2, 5, 4), v (2, 5, 6) without a mask", q, k, v, None,
+    # d_k = 8 here: with d_k = 4, sqrt(d_k) = d_k / 2 and two slips would pass unseen.
+    q, k, v = _randn(g, 2, 3, 8), _randn(g, 2, 5, 8), _randn(g, 2, 5, 6)
+    cases.append(("on batched inputs q (2, 3, 8), k (2, 5, 8), v (2, 5, 6) without a mask", q, k, v, None,
                   ""))
     q, k, v = _randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 5, 8), _randn(g, 2, 3, 5, 6)
     cases.append(("on multi-head inputs q (2, 3, 4, 8), k (2, 3, 5, 8), v (2, 3, 5, 6) without a mask",
@@ -528,6 +613,13 @@ def check_scaled_dot_product_attention(fn):
                     f"Your {name} returned {len(result)} values {label}; it should return two: (out, weights)."
                 )
             _expect_tensor(name, result, label, "the pair (out, weights)")
+        for position, what in ((0, "first value (out)"), (1, "second value (the weights)")):
+            if result[position] is None:
+                raise ExerciseError(
+                    f"Your {name} returned None as its {what} {label}.\nHint: return both tensors, "
+                    "`return out, weights` (F.scaled_dot_product_attention gives only out: compute the "
+                    "weights yourself)."
+                )
         out = _expect_tensor(name, result[0], label, "out as its first value")
         weights = _expect_tensor(name, result[1], label, "the weights as its second value")
         if out.shape == want_w.shape and weights.shape == want_out.shape and out.shape != weights.shape:
@@ -553,6 +645,14 @@ def check_scaled_dot_product_attention(fn):
                if not _close(t, ref)}
         if not bad:
             continue
+        again = _invoke(name, label, fn, q, k, v, *([] if mask is None else [mask]))
+        if (isinstance(again, (tuple, list)) and len(again) == 2 and isinstance(again[0], torch.Tensor)
+                and not _identical(again[0], out)):
+            raise ExerciseError(
+                f"Your {name} gives a different result each time it is called with the same inputs "
+                f"{label}: something random is inside, such as dropout (F.dropout(x, p) is active unless "
+                "you pass training=False).\nHint: this function has no dropout; leave it out."
+            )
         mistake = _first_match(bad, _ATTENTION_MISTAKES, q, k, v, mask)
         if mistake:
             raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
@@ -693,10 +793,11 @@ def check_causal_mask(fn):
 
 def _build(name: str, cls, *args, **kwargs):
     shown = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
-    what = f"when built as {cls.__name__}({shown})"
+    cls_name = getattr(cls, "__name__", type(cls).__name__)
+    what = f"when built as {cls_name}({shown})"
     module = _invoke(name, what, cls, *args, **kwargs)
     if not isinstance(module, torch.nn.Module):
-        raise ExerciseError(f"{cls.__name__}({shown}) did not give an nn.Module; your class should "
+        raise ExerciseError(f"{cls_name}({shown}) did not give an nn.Module; your class should "
                             "subclass torch.nn.Module.")
     return module
 
@@ -753,6 +854,23 @@ def _call_module(name, module, label, *args):
     return _expect_tensor(name, got, label, "the output tensor")
 
 
+def _identical(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Same shape, dtype and values (NaN equal to NaN): how a repeated call of a right answer compares."""
+    return (a.shape == b.shape and a.dtype == b.dtype
+            and torch.allclose(a, b, rtol=0.0, atol=0.0, equal_nan=True))
+
+
+def _check_repeatable(name, module, label, got, *args) -> None:
+    """In eval() mode a module must give the same output twice: catch dropout left switched on."""
+    again = _call_module(name, module, label, *args)
+    if not _identical(again, got):
+        raise ExerciseError(
+            f"Your {name} gives a different output each time {label}: dropout is active in eval mode.\n"
+            "Hint: use nn.Dropout modules, which switch off in eval(); F.dropout(x, p) needs "
+            "training=self.training."
+        )
+
+
 def _compare_output(name, got, want, label, mistakes, variant_args, generic_hint, case_hint="",
                     factor=1.0):
     if got.shape != want.shape:
@@ -790,18 +908,22 @@ _MHA_PATHS = [f"{w}.{p}" for w in ("w_q", "w_k", "w_v", "w_o") for p in ("weight
 
 
 def _mha(x, p, n_heads, mask=None, *, split="transpose", merge="transpose", scale="head",
-         use_wo=True, project_v=True, **attn_kw):
+         use_wo=True, project_v=True, shared="", bias="all", **attn_kw):
     b, length, d_model = x.shape
     d_head = d_model // n_heads
     x64 = x.double()
     lin = {k: v.double() for k, v in p.items()}
 
     def proj(w, t):
-        return F.linear(t, lin[f"{w}.weight"], lin[f"{w}.bias"])
+        w = shared if shared and w != "w_o" else w
+        keep = bias == "all" or (bias == "w_o only" and w == "w_o")
+        return F.linear(t, lin[f"{w}.weight"], lin[f"{w}.bias"] if keep else None)
 
     def split_(t):
         if split == "transpose":
             return t.reshape(b, length, n_heads, d_head).transpose(1, 2)
+        if split == "head_last":  # (B, L, d_head, H): the features of one head are not contiguous
+            return t.reshape(b, length, d_head, n_heads).permute(0, 3, 1, 2)
         return t.reshape(b, n_heads, length, d_head)
 
     q, k = split_(proj("w_q", x64)), split_(proj("w_k", x64))
@@ -810,9 +932,13 @@ def _mha(x, p, n_heads, mask=None, *, split="transpose", merge="transpose", scal
         q = q * math.sqrt(d_head) / math.sqrt(d_model)
     elif scale == "none":
         q = q * math.sqrt(d_head)
+    elif scale == "heads":
+        q = q * math.sqrt(d_head) / math.sqrt(n_heads)
     heads = _attention(q, k, v, mask, **attn_kw)["out"]
     if merge == "transpose":
         merged = heads.transpose(1, 2).reshape(b, length, d_model)
+    elif merge == "head_last":
+        merged = heads.permute(0, 2, 3, 1).reshape(b, length, d_model)
     else:
         merged = heads.reshape(b, length, d_model)
     out = proj("w_o", merged) if use_wo else merged
@@ -827,6 +953,18 @@ _MHA_MISTAKES = [
     ("the heads are merged without the transpose. Transpose (B, H, L, d_head) back to (B, L, H, d_head) "
      "before reshaping to (B, L, d_model) (call .contiguous() or use .reshape).",
      lambda x, p, h, m: _mha(x, p, h, m, merge="plain")),
+    ("the heads are split or merged in the wrong order: (B, L, d_model) reshapes to (B, L, H, d_head), "
+     "heads before features, so each head owns d_head neighbouring features; (B, L, d_head, H) "
+     "interleaves the heads. Use the same order to merge them back.",
+     lambda x, p, h, m: [_mha(x, p, h, m, split="head_last", merge="head_last"),
+                         _mha(x, p, h, m, split="head_last"), _mha(x, p, h, m, merge="head_last")]),
+    ("q, k and v all come from the same projection. Each has its own: q = self.w_q(x), "
+     "k = self.w_k(x), v = self.w_v(x).",
+     lambda x, p, h, m: [_mha(x, p, h, m, shared=w) for w in ("w_q", "w_k", "w_v")]),
+    ("the projections' biases are missing: call the layers, self.w_q(x), or pass their bias to F.linear.",
+     lambda x, p, h, m: [_mha(x, p, h, m, bias="none"), _mha(x, p, h, m, bias="w_o only")]),
+    ("the scores are scaled by sqrt(n_heads); each head should use sqrt(d_head) = sqrt(d_model / n_heads).",
+     lambda x, p, h, m: _mha(x, p, h, m, scale="heads")),
     ("the output projection is missing: after merging the heads, apply self.w_o.",
      lambda x, p, h, m: _mha(x, p, h, m, use_wo=False)),
     ("the values are not projected: v should be self.w_v(x), split into heads like q and k.",
@@ -881,6 +1019,8 @@ def check_multi_head_attention(cls):
             for label, xx, mask, case_hint in cases:
                 label_m = f"{label}, in {mode}() mode"
                 got = _call_module(name, cand, label_m, xx, mask)
+                if mode == "eval":
+                    _check_repeatable(name, cand, label_m, got, xx, mask)
                 want = ref(xx, mask) if mask is not None else ref(xx)
                 _compare_output(
                     name, got, want, label_m, _MHA_MISTAKES, (xx, params, n_heads, mask),
@@ -893,16 +1033,20 @@ def check_multi_head_attention(cls):
 
 
 def _ln(x, weight, bias, eps, *, dims=(-1,), unbiased=False, eps_out=False, use_w=True, use_b=True,
-        center=True, swap=False, use_eps=True):
+        center=True, swap=False, use_eps=True, rms=False, bias_first=False):
     x64 = x.double()
     mean = x64.mean(dim=dims, keepdim=True) if center else 0.0
     var = x64.var(dim=dims, keepdim=True, unbiased=unbiased)
+    if rms:  # RMSNorm: the mean square, nothing subtracted
+        var = (x64 ** 2).mean(dim=dims, keepdim=True)
     e = eps if use_eps else 0.0
     if eps_out:
         y = (x64 - mean) / (var.sqrt() + e)
     else:
         y = (x64 - mean) / torch.sqrt(var + e)
     w, b = (bias, weight) if swap else (weight, bias)
+    if bias_first:
+        return {"out": ((y + b.double()) * w.double()).to(x.dtype)}
     if use_w:
         y = y * w.double()
     if use_b:
@@ -915,6 +1059,14 @@ _LN_MISTAKES = [
      "last dimension: mean and variance with dim=-1, keepdim=True (not across the sequence or batch).",
      lambda x, w, b, e: [_ln(x, w, b, e, dims=(d,)) for d in range(x.dim() - 1)]
      + [_ln(x, w, b, e, dims=tuple(range(x.dim())))] + ([_ln(x, w, b, e, dims=(-2, -1))] if x.dim() > 2 else [])),
+    ("it normalises each feature over the batch and the sequence, as BatchNorm does. LayerNorm "
+     "normalises each token over its own features: mean and variance with dim=-1, keepdim=True.",
+     lambda x, w, b, e: _ln(x, w, b, e, dims=tuple(range(x.dim() - 1)))),
+    ("it divides by the root mean square without subtracting the mean: that is RMSNorm. LayerNorm "
+     "first centres each token: (x - mean) / sqrt(var + eps).",
+     lambda x, w, b, e: _ln(x, w, b, e, center=False, rms=True)),
+    ("self.bias is added before multiplying by self.weight. The order is weight * x_hat + bias.",
+     lambda x, w, b, e: _ln(x, w, b, e, bias_first=True)),
     ("it uses the unbiased variance (dividing by d_model - 1). LayerNorm divides by d_model: "
      "x.var(dim=-1, unbiased=False, keepdim=True) (torch.var and torch.std default to unbiased).",
      lambda x, w, b, e: [_ln(x, w, b, e, unbiased=True), _ln(x, w, b, e, unbiased=True, eps_out=True)]),
@@ -982,15 +1134,16 @@ def check_layer_norm(cls):
 # Feed-forward
 
 
-def _ffn(x, p, *, act="gelu", act_out=False, residual=False):
+def _ffn(x, p, *, act="gelu", act_out=False, residual=False, bias=True):
     x64 = x.double()
-    h = F.linear(x64, p["w1.weight"].double(), p["w1.bias"].double())
+    h = F.linear(x64, p["w1.weight"].double(), p["w1.bias"].double() if bias else None)
     acts = {
         "gelu": F.gelu, "relu": F.relu, "none": lambda t: t, "tanh": lambda t: F.gelu(t, approximate="tanh"),
         "sigmoid": lambda t: t * torch.sigmoid(1.702 * t), "silu": F.silu,
+        "erf_no_sqrt2": lambda t: 0.5 * t * (1 + torch.erf(t / 2)),
     }
     h = acts[act](h)
-    y = F.linear(h, p["w2.weight"].double(), p["w2.bias"].double())
+    y = F.linear(h, p["w2.weight"].double(), p["w2.bias"].double() if bias else None)
     if act_out:
         y = acts[act](y)
     if residual:
@@ -1013,6 +1166,8 @@ def _ffn_mistakes(expected: str):
         ("it adds the input back (a residual). The feed-forward network returns w2(act(w1(x))) only; "
          "the encoder block adds the residual.",
          lambda x, p: _ffn(x, p, act=expected, residual=True)),
+        ("the biases of w1 and w2 are missing: call the layers, self.w1(x), or pass their bias to F.linear.",
+         lambda x, p: _ffn(x, p, act=expected, bias=False)),
     ]
     if expected == "gelu":
         mistakes += [
@@ -1020,6 +1175,8 @@ def _ffn_mistakes(expected: str):
              "the erf: F.gelu(h) (approximate='none').",
              lambda x, p: [_ffn(x, p, act="tanh"), _ffn(x, p, act="sigmoid")]),
             ("it uses SiLU (swish) instead of GELU: use F.gelu(h).", lambda x, p: _ffn(x, p, act="silu")),
+            ("the GELU divides by 2 inside the erf; the exact GELU is 0.5 * h * (1 + erf(h / sqrt(2))), "
+             "which is F.gelu(h).", lambda x, p: _ffn(x, p, act="erf_no_sqrt2")),
         ]
     return mistakes
 
@@ -1066,6 +1223,8 @@ def check_feed_forward(cls):
             for label, xx in cases:
                 label_m = f"{label}, in {mode}() mode"
                 got = _call_module(name, cand, label_m, xx)
+                if mode == "eval":
+                    _check_repeatable(name, cand, label_m, got, xx)
                 _compare_output(name, got, ref(xx), label_m, _ffn_mistakes(act), (xx, p),
                                 "output = w2(activation(w1(x))), the same for every position.")
 
@@ -1083,12 +1242,41 @@ _BLOCK_PATHS = (
 
 def _block(x, r, mask, norm_first, kind="right"):
     """The block and its usual mistakes, from the reference's submodules ``r`` (in eval mode)."""
-    attn = (lambda t: r.attn(t, mask)) if kind != "no_mask" else (lambda t: r.attn(t))
+    if kind == "no_mask":
+        attn = r.attn
+    elif kind == "mask_inverted":
+        attn = (lambda t: r.attn(t, ~mask))
+    else:
+        attn = (lambda t: r.attn(t, mask))
     ffn, n1, n2 = r.ffn, r.norm1, r.norm2
     if kind == "swap_norms":
         n1, n2 = n2, n1
+    elif kind == "norm1_twice":
+        n2 = n1
+    elif kind == "norm2_twice":
+        n1 = n2
+    elif kind == "ffn_first":  # the norms either stay in place or travel with their sublayer
+        outs = []
+        for first_norm, second_norm in ((n1, n2), (n2, n1)):
+            if norm_first:
+                y = x + ffn(first_norm(x))
+                outs.append({"out": y + attn(second_norm(y))})
+            else:
+                y = first_norm(x + ffn(x))
+                outs.append({"out": second_norm(y + attn(y))})
+        return outs
+    elif kind == "no_res_attn":
+        return _block_one_residual(x, attn, ffn, n1, n2, norm_first, residual_attn=False)
+    elif kind == "no_res_ffn":
+        return _block_one_residual(x, attn, ffn, n1, n2, norm_first, residual_ffn=False)
     if kind == "swap_ln":
         norm_first = not norm_first
+    if kind == "pre_out_norm":  # pre-LN with an extra norm around the block's output
+        x = x + attn(n1(x))
+        return {"out": n2(x + ffn(n2(x)))}
+    if kind == "sandwich":  # post-LN that also normalises each sublayer's input
+        x = n1(x + attn(n1(x)))
+        return {"out": n2(x + ffn(n2(x)))}
     if norm_first:
         if kind == "norm_residual":
             h = n1(x)
@@ -1112,6 +1300,56 @@ def _block(x, r, mask, norm_first, kind="right"):
     return {"out": n2(x + ffn(x))}
 
 
+def _block_one_residual(x, attn, ffn, n1, n2, norm_first, residual_attn=True, residual_ffn=True):
+    if norm_first:
+        a = attn(n1(x))
+        x = x + a if residual_attn else a
+        f = ffn(n2(x))
+        return {"out": x + f if residual_ffn else f}
+    a = attn(x)
+    x = n1(x + a if residual_attn else a)
+    f = ffn(x)
+    return {"out": n2(x + f if residual_ffn else f)}
+
+
+# Each mistake of the block: its explanation and the name `_block` computes it under.
+_BLOCK_MISTAKES = [
+    ("no_residual",
+     "a residual connection is missing: each sublayer's output is added to its input (x + ...)."),
+    ("swap_norms",
+     "norm1 and norm2 are swapped: norm1 goes with the attention sublayer, norm2 with the feed-forward."),
+    ("no_res_attn",
+     "the residual connection around the attention sublayer is missing: add the attention's "
+     "output to its input (x + ...)."),
+    ("no_res_ffn",
+     "the residual connection around the feed-forward sublayer is missing: add the feed-forward "
+     "output to its input (x + ...)."),
+    ("norm1_twice",
+     "norm1 is used for both sublayers: the feed-forward sublayer has its own LayerNorm, norm2."),
+    ("norm2_twice",
+     "norm2 is used for both sublayers: the attention sublayer has its own LayerNorm, norm1."),
+    ("ffn_first",
+     "the sublayers are in the wrong order: attention comes first, then the feed-forward network."),
+    ("no_mask",
+     "the mask is not passed to the attention: call self.attn(..., mask)."),
+    ("mask_inverted",
+     "the mask is inverted before it reaches the attention. True already means 'may attend': pass "
+     "it on as given, self.attn(..., mask)."),
+    ("pre_out_norm",
+     "the block's output is normalised again. In pre-LN only each sublayer's input is normalised: "
+     "return x + ffn(norm2(x)) as it is."),
+    ("sandwich",
+     "the sublayers' inputs are normalised too. In post-LN the norm comes only after each residual "
+     "sum: x = norm1(x + attn(x, mask))."),
+    ("norm_residual",
+     "the residual adds the normalised x. In pre-LN the residual stream stays un-normalised: "
+     "x = x + attn(norm1(x)), not h + attn(h) with h = norm1(x)."),
+    ("parallel",
+     "the feed-forward network reads the block's input instead of the attention sublayer's result: "
+     "compute the attention step first, then feed its output to the feed-forward step."),
+]
+
+
 def _block_mistakes(norm_first: bool):
     asked = ("pre-LN (norm_first=True): x = x + attn(norm1(x)); x = x + ffn(norm2(x))" if norm_first else
              "post-LN (norm_first=False): x = norm1(x + attn(x)); x = norm2(x + ffn(x))")
@@ -1120,19 +1358,8 @@ def _block_mistakes(norm_first: bool):
         (f"pre-LN and post-LN are mixed up: you wrote {wrote}, but this block was built as {asked}.\n"
          "Hint: branch on self.norm_first.",
          lambda x, r, m: _block(x, r, m, norm_first, "swap_ln")),
-        ("a residual connection is missing: each sublayer's output is added to its input (x + ...).",
-         lambda x, r, m: _block(x, r, m, norm_first, "no_residual")),
-        ("norm1 and norm2 are swapped: norm1 goes with the attention sublayer, norm2 with the feed-forward.",
-         lambda x, r, m: _block(x, r, m, norm_first, "swap_norms")),
-        ("the mask is not passed to the attention: call self.attn(..., mask).",
-         lambda x, r, m: _block(x, r, m, norm_first, "no_mask")),
-        ("the residual adds the normalised x. In pre-LN the residual stream stays un-normalised: "
-         "x = x + attn(norm1(x)), not h + attn(h) with h = norm1(x).",
-         lambda x, r, m: _block(x, r, m, norm_first, "norm_residual")),
-        ("the feed-forward network reads the block's input instead of the attention sublayer's result: "
-         "compute the attention step first, then feed its output to the feed-forward step.",
-         lambda x, r, m: _block(x, r, m, norm_first, "parallel")),
-    ]
+    ] + [(message, functools.partial(_block, norm_first=norm_first, kind=kind))
+         for kind, message in _BLOCK_MISTAKES]
 
 
 @_checker("encoder_block")
@@ -1197,3 +1424,26 @@ def check_encoder_block(cls):
                         "happening during training.\nHint: apply dropout (self.dropout1, self.dropout2) "
                         "to each sublayer's output before adding it to the residual."
                     )
+                _check_dropout_place(name, cand, ref, label_t, x, pad)
+
+
+def _check_dropout_place(name, cand, ref, label, x, mask) -> None:
+    """Dropout belongs on each sublayer's output only, never on the residual stream.
+
+    With the last layer of both sublayers set to zero (attn.w_o and ffn.w2), each sublayer outputs
+    zeros whatever dropout does inside it, so a right block is deterministic even in train() and
+    equals the reference: x for pre-LN, norm2(norm1(x)) for post-LN.
+    """
+    for module in (cand, ref):
+        for path in ("attn.w_o.weight", "attn.w_o.bias", "ffn.w2.weight", "ffn.w2.bias"):
+            _sub(name, module, path).data.zero_()
+    cand.train()
+    got = _call_module(name, cand, label, x, mask)
+    want = ref(x, mask)
+    if got.shape == want.shape and not _close(got, want, factor=3.0):
+        raise ExerciseError(
+            f"Your {name} applies dropout (or something else random) outside the sublayers {label}: with "
+            "both sublayers giving zeros, the output still changes in train() mode. Dropout belongs on "
+            "each sublayer's output only, before the residual sum: x + dropout(attn(...)), never "
+            "dropout(x + attn(...)) or dropout of x itself."
+        )

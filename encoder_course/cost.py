@@ -289,7 +289,8 @@ def attention_sweep(lengths, *, methods=("naive", "sdpa"), d_head: int = 64, n_h
     Returns:
         one dict per (length, method): ``method``, ``seq_len``, ``status`` (``"ok"``,
         ``"skipped"`` or ``"oom"``), ``median_s``, ``min_s``, ``runs_s``, ``peak_bytes`` (CUDA
-        only: the most memory a call allocated on top of what was held before it, inputs excluded), ``flops`` (:func:`attention_flops`), ``tflops_per_s`` (flops / median / 1e12),
+        only: the most memory a call allocated on top of what was held before it, inputs excluded),
+        ``flops`` (:func:`attention_flops`), ``tflops_per_s`` (flops / median / 1e12),
         ``score_bytes`` (of the full score matrix), plus the shape settings.
     """
     import statistics

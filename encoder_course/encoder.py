@@ -60,12 +60,20 @@ class EncoderConfig:
     pad_id: int = 0
 
     def __post_init__(self):
-        for name in ("vocab_size", "max_len", "d_model", "n_heads", "d_ff", "n_layers"):
+        for name in ("vocab_size", "max_len", "d_model", "n_heads", "d_ff", "n_layers", "type_vocab_size",
+                     "pad_id"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})")
-            if value <= 0:
+            if value <= 0 and name not in ("type_vocab_size", "pad_id"):
                 raise ValueError(f"{name} must be a positive int, got {value}")
+        for name in ("norm_first", "embedding_norm", "scale_embeddings"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        for name in ("dropout", "eps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{name} must be a number, got {type(value).__name__} ({value!r})")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if not 0.0 <= self.dropout < 1.0:
@@ -78,8 +86,8 @@ class EncoderConfig:
             raise ValueError(f"sinusoidal positions need an even d_model, got {self.d_model}")
         if self.type_vocab_size < 0:
             raise ValueError(f"type_vocab_size must be >= 0, got {self.type_vocab_size}")
-        if not self.eps > 0:
-            raise ValueError(f"eps must be positive, got {self.eps}")
+        if not 0 < self.eps < math.inf:
+            raise ValueError(f"eps must be a positive finite number, got {self.eps}")
         if not 0 <= self.pad_id < self.vocab_size:
             raise ValueError(f"pad_id must be a token id in [0, {self.vocab_size}), got {self.pad_id}")
 
@@ -150,6 +158,8 @@ class Embeddings(nn.Module):
                 f"token ids must be in [0, {cfg.vocab_size}), got values from "
                 f"{int(token_ids.min())} to {int(token_ids.max())}"
             )
+        if token_ids.dtype not in (torch.int32, torch.int64):
+            token_ids = token_ids.long()  # nn.Embedding takes only int32 or int64 ids
         x = self.token(token_ids)  # (B, L, d_model)
         if cfg.scale_embeddings:
             x = x * math.sqrt(cfg.d_model)
@@ -160,10 +170,26 @@ class Embeddings(nn.Module):
         if self.token_type is not None:
             if token_type_ids is None:
                 token_type_ids = torch.zeros_like(token_ids)
-            x = x + self.token_type(token_type_ids)
+            self._check_token_types(token_type_ids, token_ids)
+            x = x + self.token_type(token_type_ids.long())  # (B, L, d_model)
+        elif token_type_ids is not None:
+            raise ValueError("token_type_ids were given, but this config has no token types (type_vocab_size=0)")
         if self.norm is not None:
             x = self.norm(x)
         return self.dropout(x)
+
+
+    def _check_token_types(self, token_type_ids, token_ids: torch.Tensor) -> None:
+        require_tensor("token_type_ids", token_type_ids)
+        if token_type_ids.is_floating_point() or token_type_ids.dtype == torch.bool:
+            raise TypeError(f"token_type_ids must be an integer tensor, got dtype {token_type_ids.dtype}")
+        if token_type_ids.shape != token_ids.shape:
+            raise ValueError(f"token_type_ids must have the shape of token_ids {shape_str(token_ids)}, "
+                             f"got {shape_str(token_type_ids)}")
+        n_types = self.config.type_vocab_size
+        if token_type_ids.numel() and (token_type_ids.min() < 0 or token_type_ids.max() >= n_types):
+            raise ValueError(f"token types must be in [0, {n_types}), got values from "
+                             f"{int(token_type_ids.min())} to {int(token_type_ids.max())}")
 
 
 class Encoder(nn.Module):
@@ -200,9 +226,12 @@ class Encoder(nn.Module):
             return None
         batch, length = token_ids.shape
         if isinstance(mask, torch.Tensor) and mask.dim() == 2 and mask.dtype == torch.bool:
+            # A 2-D mask here is a padding mask, as Hugging Face's attention_mask. A mask over
+            # (query, key) pairs, such as causal_mask(L), must come with its batch and head axes.
             if tuple(mask.shape) != (batch, length):
                 raise ValueError(
-                    f"a 2-D mask must have shape (B, L) = ({batch}, {length}), got {shape_str(mask)}"
+                    f"a 2-D mask must be a (B, L) padding mask, shape ({batch}, {length}), got "
+                    f"{shape_str(mask)}; give an (L, L) mask such as causal_mask(L) as mask[None, None]"
                 )
             mask = mask[:, None, None, :]  # (B, 1, 1, L)
         check_mask(mask, (batch, self.config.n_heads, length, length))

@@ -45,10 +45,13 @@ class LayerNorm(nn.Module):
         if self.fast:
             # One fused pass instead of about eight elementwise ones: same numbers, ~10x faster on CPU.
             return F.layer_norm(x, (self.d_model,), self.weight, self.bias, self.eps)
-        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
-        var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1), biased: divide by d_model
-        x_hat = (x - mean) * torch.rsqrt(var + self.eps)  # (..., d_model)
-        return x_hat * self.weight + self.bias
+        # float16/bfloat16 input: take the statistics in float32 (as nn.LayerNorm does); in half
+        # precision a mean of large values loses most of the digits the subtraction needs.
+        h = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+        mean = h.mean(dim=-1, keepdim=True)  # (..., 1)
+        var = h.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1), biased: divide by d_model
+        x_hat = (h - mean) * torch.rsqrt(var + self.eps)  # (..., d_model)
+        return (x_hat * self.weight + self.bias).to(torch.promote_types(x.dtype, self.weight.dtype))
 
     def extra_repr(self) -> str:
         return f"{self.d_model}, eps={self.eps}"

@@ -114,7 +114,13 @@ def test_encoder_input_errors():
     ({"activation": "tanh"}, ValueError, "activation must be one of .*'tanh'"),
     ({"positions": "rotary"}, ValueError, "positions must be one of"),
     ({"d_model": 12.0}, TypeError, "d_model must be an int"),
-    ({"eps": 0.0}, ValueError, "eps must be positive"),
+    ({"eps": 0.0}, ValueError, "eps must be a positive finite number"),
+    ({"eps": float("inf")}, ValueError, "eps must be a positive finite number"),
+    ({"dropout": "0.1"}, TypeError, "dropout must be a number"),
+    ({"norm_first": "yes"}, TypeError, "norm_first must be True or False"),
+    ({"norm_first": 0}, TypeError, "norm_first must be True or False"),
+    ({"type_vocab_size": 1.5}, TypeError, "type_vocab_size must be an int"),
+    ({"pad_id": 0.5}, TypeError, "pad_id must be an int"),
 ])
 def test_bad_config_values(changes, error, pattern):
     with pytest.raises(error, match=pattern):
@@ -130,3 +136,42 @@ def test_bad_module_arguments():
         ec.sinusoidal_positions(4, 7)
     with pytest.raises(TypeError, match="EncoderConfig"):
         ec.Encoder({"d_model": 8})
+
+
+def test_token_type_ids_are_checked():
+    enc = ec.Encoder(ec.EncoderConfig(vocab_size=10, max_len=8, d_model=16, n_heads=2, d_ff=32, n_layers=1,
+                                      type_vocab_size=2))
+    ids = torch.tensor([[1, 2, 3]])
+    enc(ids, token_type_ids=torch.tensor([[0, 1, 1]]))  # fine
+    with pytest.raises(ValueError, match=r"token types must be in \[0, 2\), got values from 0 to 2"):
+        enc(ids, token_type_ids=torch.tensor([[0, 1, 2]]))
+    with pytest.raises(ValueError, match=r"shape of token_ids \(1, 3\), got \(1, 2\)"):
+        enc(ids, token_type_ids=torch.tensor([[0, 1]]))
+    with pytest.raises(TypeError, match="token_type_ids must be an integer tensor"):
+        enc(ids, token_type_ids=torch.zeros(1, 3))
+    no_types = ec.Encoder(ec.EncoderConfig(vocab_size=10, max_len=8, d_model=16, n_heads=2, d_ff=32, n_layers=1))
+    with pytest.raises(ValueError, match="no token types"):
+        no_types(ids, token_type_ids=torch.zeros_like(ids))
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16, torch.int32])
+def test_encoder_takes_any_integer_ids(dtype):
+    torch.manual_seed(0)
+    enc = ec.Encoder(ec.EncoderConfig(vocab_size=10, max_len=8, d_model=16, n_heads=2, d_ff=32, n_layers=1)).eval()
+    ids = torch.tensor([[1, 2, 3, 0]])
+    torch.testing.assert_close(enc(ids.to(dtype)), enc(ids), rtol=0, atol=0)
+
+
+def test_mask_errors_point_to_the_right_form():
+    enc = ec.Encoder(ec.EncoderConfig(vocab_size=10, max_len=8, d_model=16, n_heads=2, d_ff=32, n_layers=1))
+    with pytest.raises(ValueError, match=r"\(B, L\) padding mask.*causal_mask\(L\) as mask\[None, None\]"):
+        enc(torch.ones(3, 6, dtype=torch.long), ec.causal_mask(6))
+    mha = ec.MultiHeadAttention(16, 2)
+    with pytest.raises(ValueError, match=r"looks like a \(B, L\) padding mask: give it as \(B, 1, 1, L\)"):
+        mha(torch.randn(3, 5, 16), torch.ones(3, 5, dtype=torch.bool))
+
+
+def test_attention_rejects_mixed_dtypes():
+    q = torch.randn(2, 4, 8)
+    with pytest.raises(TypeError, match="q, k and v must share one dtype.*float64"):
+        ec.scaled_dot_product_attention(q, q.double(), q)

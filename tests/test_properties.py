@@ -142,3 +142,23 @@ def test_rotary_scores_depend_on_offset_only():
     def score(pq, pk):
         return (ec.rotate_pairs(q, torch.tensor([pq])) * ec.rotate_pairs(k, torch.tensor([pk]))).sum()
     assert score(5, 2).item() == pytest.approx(score(13, 10).item(), abs=1e-4)
+
+
+def test_half_precision_attention_does_not_overflow():
+    # q.k = 16 * 70 * 70 = 78,400 is above float16's largest value (65,504); divided by sqrt(16) it fits.
+    q = torch.full((1, 2, 16), 70.0, dtype=torch.float16)
+    v = torch.randn(1, 2, 16).half()
+    out, weights = ec.scaled_dot_product_attention(q, q, v)
+    assert torch.isfinite(out).all() and torch.isfinite(weights).all()
+    reference = torch.nn.functional.scaled_dot_product_attention(q.double(), q.double(), v.double())
+    assert (out.double() - reference).abs().max() < 1e-2
+
+
+@pytest.mark.parametrize("dtype, limit", [(torch.float16, 3e-3), (torch.bfloat16, 2e-2)])
+def test_half_precision_layer_norm_is_as_accurate_as_torch(dtype, limit):
+    torch.manual_seed(0)
+    x = (torch.randn(8, 768) + 100).to(dtype)  # a large mean: the hard case in half precision
+    reference = torch.nn.functional.layer_norm(x.double(), (768,))
+    ours, theirs = ec.LayerNorm(768).to(dtype)(x), torch.nn.LayerNorm(768).to(dtype)(x)
+    assert ours.dtype == dtype
+    assert (ours.double() - reference).abs().max() <= max(limit, (theirs.double() - reference).abs().max())
