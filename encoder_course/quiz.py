@@ -114,7 +114,7 @@ QUESTIONS: tuple[Question, ...] = (
         see="04 · multi_head, “Cost: eight small heads vs one big head” and “Why several heads?”",
     ),
     Question(
-        text="Why does an encoder like BERT use no causal mask?",
+        text="BERT lets every token attend to tokens on both sides. Why is there no causal mask?",
         options=(
             "A causal mask would make attention quadratic.",
             "It reads a whole, given input to understand it, so every token may use context on both "
