@@ -29,6 +29,8 @@ Design decisions (documented for teachers and maintainers):
   seconds (interrupted with a timer signal where possible, reported as "took more than N s").
 * The global random state is saved and restored, so a check cell never changes the numbers of the
   cells after it.
+* What the learner's code prints or warns while it is checked is held back, so a passing check cell
+  shows only its pass line (what nbval compares); a failure message ends with the last lines printed.
 """
 
 from __future__ import annotations
@@ -36,10 +38,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import io
 import math
 import signal
 import threading
 import time
+import warnings
 from typing import Callable
 
 import torch
@@ -53,6 +57,8 @@ __all__ = [
 
 #: Seconds one call of the learner's code may take on the checkers' tiny inputs.
 TIME_LIMIT = 10.0
+
+_PRINTED_LINES = 10  # how much of what the learner's code printed a failure message shows
 
 _ATOL = 2e-5  # times the largest reference value
 _RTOL = 1e-4
@@ -290,8 +296,15 @@ def _checker(name: str):
             threads = torch.get_num_threads()
             # The inputs are tiny: one thread is much faster than several on a busy machine.
             torch.set_num_threads(1)
+            # What the learner's code prints or warns while the checker calls it many times is kept
+            # out of the cell's output: the self-check (nbval) compares that output with the one
+            # pass line. It is shown with the message when the check fails.
+            printed = io.StringIO()
             try:
-                with torch.random.fork_rng(devices=[]), torch.no_grad():
+                with torch.random.fork_rng(devices=[]), torch.no_grad(), \
+                        contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), \
+                        warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
                     if not callable(candidate):
                         raise ExerciseError(
                             f"check_{name} expects your function or class itself (its name, without "
@@ -322,6 +335,11 @@ def _checker(name: str):
                 torch.set_num_threads(threads)
             if error is not None:
                 cause = error.__cause__
+                lines = printed.getvalue().strip().splitlines()
+                if lines:
+                    shown = "\n".join(lines[-_PRINTED_LINES:])
+                    more = f" (the last {_PRINTED_LINES} of {len(lines)} lines)" if len(lines) > _PRINTED_LINES else ""
+                    error = ExerciseError(f"{error}\n\nYour code printed this while it was checked{more}:\n{shown}")
                 error.__suppress_context__ = True
                 raise error.with_traceback(None) from cause
             print(f"✓ {name}: all checks passed")

@@ -680,3 +680,31 @@ def test_numpy_array_input_never_reaches_the_reference():
     # a candidate that returns a numpy scalar array for the mask
     with pytest.raises(ExerciseError, match="NumPy"):
         checks.check_causal_mask(lambda L: np.tril(np.ones((L, L), dtype=bool)))
+
+
+def test_what_the_learner_prints_stays_out_of_a_passing_check(capfd):
+    """nbval compares a check cell's output with the pass line, so debugging prints must not reach it."""
+    import warnings
+
+    def chatty(seq_len, d_model):
+        print("debug: building the table", seq_len, d_model)
+        warnings.warn("a warning from the learner's code")
+        return pe_right(seq_len, d_model)
+
+    checks.check_sinusoidal_positions(chatty)
+    out, err = capfd.readouterr()
+    assert out == "✓ sinusoidal_positions: all checks passed\n" and err == ""
+
+
+def test_what_the_learner_prints_is_shown_when_the_check_fails():
+    def chatty_swapped(seq_len, d_model):
+        for i in range(12):
+            print(f"debug line {i}")
+        return pe_swapped(seq_len, d_model)
+
+    with pytest.raises(ExerciseError) as info:
+        checks.check_sinusoidal_positions(chatty_swapped)
+    message = str(info.value)
+    assert "sin and cos are swapped" in message
+    assert "Your code printed this while it was checked (the last 10 of 12 lines):" in message
+    assert "debug line 11" in message and "debug line 1\n" not in message

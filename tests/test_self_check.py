@@ -69,12 +69,14 @@ def self_check(path: Path, attempts: int = 3) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.skipif(not LEARNER.exists(), reason="learner notebooks not generated yet")
-@pytest.mark.parametrize("case", ["stub", "wrong", "correct"])
+@pytest.mark.parametrize("case", ["stub", "wrong", "correct", "correct, with a debugging print"])
 def test_nbval_self_check(case, tmp_path):
-    body = {"stub": None, "wrong": WRONG_BODY, "correct": solution_body()}[case]
+    debug = '    print("debug:", seq_len, d_model)\n'
+    body = {"stub": None, "wrong": WRONG_BODY, "correct": solution_body(),
+            "correct, with a debugging print": debug + solution_body()}[case]
     result = self_check(with_body(body, tmp_path))
     out = result.stdout + result.stderr
-    if case == "correct":
+    if case.startswith("correct"):
         assert result.returncode == 0, out[-3000:]
     else:
         assert result.returncode != 0, out[-3000:]
