@@ -59,6 +59,7 @@ __all__ = [
 TIME_LIMIT = 10.0
 
 _PRINTED_LINES = 10  # how much of what the learner's code printed a failure message shows
+_RNG_PROBE_SEED = 20_170_612  # any value a learner is unlikely to pass to torch.manual_seed
 
 _ATOL = 2e-5  # times the largest reference value
 _RTOL = 1e-4
@@ -116,13 +117,20 @@ _SHAPE_HINTS = {
     "scaled_dot_product_attention": "to swap only the last two dimensions use k.transpose(-2, -1) (k.T "
                                     "and k.t() do something else for more than 2 dimensions). The mask "
                                     "already lines up with the scores (..., L_q, L_k), keys last: use it "
-                                    "as given, without transposing or reshaping it.",
-    "MultiHeadAttention": "split (B, L, d_model) into (B, L, H, d_head) and transpose to (B, H, L, d_head); "
-                          "merge back with transpose(1, 2) and reshape(B, L, d_model); use k.transpose(-2, -1) "
-                          "for the scores.",
-    "LayerNorm": "a mean or variance taken without keepdim=True loses its last dimension and no longer "
-                 "lines up with x: x.mean(dim=-1, keepdim=True).",
-    "FeedForward": "w1 maps d_model to d_ff and w2 maps d_ff back to d_model: apply w1 first, w2 last.",
+                                    "as given, without transposing or reshaping it, in "
+                                    "scores.masked_fill(~mask, ...), which broadcasts it (indexing with "
+                                    "scores[~mask] does not).",
+    "MultiHeadAttention": "take B and L from x.shape (never fixed numbers); split (B, L, d_model) into "
+                          "(B, L, H, d_head) and transpose to (B, H, L, d_head); merge back with transpose(1, 2) "
+                          "and reshape(B, L, d_model); use k.transpose(-2, -1) for the scores. The mask may be "
+                          "any shape that broadcasts to (B, H, L, L), such as (B, 1, 1, L) or (L, L): pass it "
+                          "on as given.",
+    "LayerNorm": "normalise over the last dimension whatever the rank of x (dim=-1, not a fixed number); "
+                 "a mean or variance taken without keepdim=True no longer lines up with x: "
+                 "x.mean(dim=-1, keepdim=True).",
+    "FeedForward": "w1 maps d_model to d_ff and w2 maps d_ff back to d_model: apply w1 first, w2 last. "
+                   "nn.Linear stores its weight as (out_features, in_features), so by hand it is "
+                   "x @ w1.weight.T + w1.bias; simplest is to call self.w1(x).",
     "EncoderBlock": "self.attn(x, mask) and self.ffn(x) both take and return (B, L, d_model); check what you "
                     "pass to each.",
 }
@@ -138,7 +146,10 @@ def _error_hint(exc: BaseException, name: str = "") -> str:
                 ".contiguous().view(...).")
     if isinstance(exc, TypeError) and "required positional argument: 'mask'" in text:
         return "the mask is optional: write `def forward(self, x, mask=None)` and pass it on only as given."
-    if isinstance(exc, RuntimeError) and ("shape" in text or "size" in text or "dimension" in text):
+    if "must be a 3D tensor" in text:
+        return "torch.bmm works only on 3-D tensors; `@` (torch.matmul) handles any number of leading dimensions."
+    if isinstance(exc, (RuntimeError, IndexError)) and (
+            "shape" in text or "size" in text or "dimension" in text or "out of range" in text):
         return "Print the shape of each tensor step by step. " + _SHAPE_HINTS.get(
             name, "Check which dimension each operation works on.")
     if isinstance(exc, (NameError, AttributeError)):
@@ -497,6 +508,8 @@ def _attention(q, k, v, mask=None, *, scale="sqrt", softmax_dim=-1, mask_mode="f
         scores = scores / math.sqrt(v.shape[-1])
     elif scale == "sqrt_lk":
         scores = scores / math.sqrt(k.shape[-2])
+    elif scale == "sqrt_lq":
+        scores = scores / math.sqrt(q.shape[-2])
     elif scale == "half":  # d_k ** 1/2 reads as (d_k ** 1) / 2
         scores = scores / (d_k / 2)
     raw = scores
@@ -555,6 +568,10 @@ _ATTENTION_MISTAKES = [
     ("the scores are divided by the square root of the number of keys (L_k = k.shape[-2]); divide by "
      "sqrt(d_k), the size of the last dimension of q and k: q.shape[-1].",
      lambda q, k, v, m: _attention(q, k, v, m, scale="sqrt_lk")),
+    ("the scores are divided by the square root of the number of queries (L_q). d_k is the last "
+     "dimension of q, q.shape[-1]; q.shape[2] is d_k only for 3-D inputs, and L_q once there is a heads "
+     "dimension.",
+     lambda q, k, v, m: _attention(q, k, v, m, scale="sqrt_lq")),
     ("the scores are divided by d_k / 2. In Python `d_k ** 1/2` means (d_k ** 1) / 2, because ** binds "
      "tighter than /: write d_k ** 0.5 or math.sqrt(d_k).",
      lambda q, k, v, m: _attention(q, k, v, m, scale="half")),
@@ -601,6 +618,9 @@ def _attention_cases():
                   pad[:, None, None, :],
                   "It works on ordinary inputs but not on large ones. If you wrote the softmax yourself, "
                   "subtract each row's maximum before exp() (or use torch.softmax)."))
+    q, k, v = _randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 5, 8), _randn(g, 2, 3, 5, 6)
+    cases.append(("on float64 inputs with a padding mask (2, 1, 1, 5)", q.double(), k.double(), v.double(),
+                  pad[:, None, None, :], "Keep the inputs' dtype: no .float() and no float32 tensors inside."))
     return cases
 
 
@@ -663,13 +683,15 @@ def check_scaled_dot_product_attention(fn):
                if not _close(t, ref)}
         if not bad:
             continue
+        state = _fresh_rng_state()
         again = _invoke(name, label, fn, q, k, v, *([] if mask is None else [mask]))
         if (isinstance(again, (tuple, list)) and len(again) == 2 and isinstance(again[0], torch.Tensor)
-                and not _identical(again[0], out)):
+                and (not _identical(again[0], out) or not torch.equal(state, torch.random.get_rng_state()))):
             raise ExerciseError(
-                f"Your {name} gives a different result each time it is called with the same inputs "
-                f"{label}: something random is inside, such as dropout (F.dropout(x, p) is active unless "
-                "you pass training=False).\nHint: this function has no dropout; leave it out."
+                f"Your {name} draws random numbers {label} (two calls on the same inputs differ, or torch's "
+                "random state changes during a call): something random is inside, such as dropout "
+                "(F.dropout(x, p) is active unless you pass training=False).\nHint: this function has no "
+                "dropout; leave it out (and no torch.manual_seed inside it)."
             )
         mistake = _first_match(bad, _ATTENTION_MISTAKES, q, k, v, mask)
         if mistake:
@@ -737,6 +759,8 @@ def check_padding_mask(fn):
         (torch.tensor([[0, 17, 4, 1, 1, 1], [0, 9, 9, 9, 12, 2]]), 1,
          "for token ids of shape (2, 6) with pad_id=1 (0 is a real token here)"),
         (torch.tensor([[2, 3]]), 0, "for token ids of shape (1, 2) without padding"),
+        (torch.tensor([[0, 0, 4, 5], [6, 0, 7, 0]]), 0,
+         "for token ids (2, 4) padded on the left and in the middle (pad_id=0)"),
     ]
     for ids, pad_id, label in cases:
         inputs = {"token_ids": ids}
@@ -839,18 +863,20 @@ def _sub(name: str, module, path: str, shape=None):
     return obj
 
 
-def _randomise(module: torch.nn.Module, seed: int) -> None:
-    """Give every parameter a random value (norm gains around 1, biases around 0)."""
+def _randomise(name: str, module: torch.nn.Module, paths, seed: int) -> None:
+    """Give the contract's parameters random values (norm gains around 1, biases around 0).
+
+    Only ``paths`` change: a learner's own extra parameters (a frozen scale, say) keep their values.
+    """
     g = _gen(seed)
-    for pname, p in module.named_parameters():
-        if p.dim() == 1:
-            if pname.endswith("bias"):
-                value = _randn(g, *p.shape, scale=0.3)
-            else:
-                value = 1.0 + _randn(g, *p.shape, scale=0.3)
+    for path in paths:
+        p = _sub(name, module, path)
+        if path.endswith("bias"):
+            value = _randn(g, *p.shape, scale=0.3)
+        elif p.dim() == 1:  # a norm's gain
+            value = 1.0 + _randn(g, *p.shape, scale=0.3)
         else:
-            fan_in = p.shape[-1]
-            value = _randn(g, *p.shape, scale=1.0 / math.sqrt(fan_in))
+            value = _randn(g, *p.shape, scale=1.0 / math.sqrt(p.shape[-1]))
         p.data.copy_(value.to(p.dtype))
 
 
@@ -883,14 +909,39 @@ def _check_repeatable(name, module, label, got, *args) -> None:
     again = _call_module(name, module, label, *args)
     if not _identical(again, got):
         raise ExerciseError(
-            f"Your {name} gives a different output each time {label}: dropout is active in eval mode.\n"
-            "Hint: use nn.Dropout modules, which switch off in eval(); F.dropout(x, p) needs "
-            "training=self.training."
+            f"Your {name} gives a different output each time {label}: dropout is active in eval mode, or "
+            "something is kept from one call to the next.\nHint: use nn.Dropout modules, which switch off "
+            "in eval(); F.dropout(x, p) needs training=self.training. Do not store results (statistics, "
+            "a mask, keys) on self during forward."
         )
 
 
+def _fresh_rng_state() -> torch.Tensor:
+    """Seed torch's generator with a value of the checker's own and return that state.
+
+    Code that draws random numbers, or that seeds the generator itself (torch.manual_seed inside a
+    forward), leaves a different state behind. (The checkers run inside ``fork_rng``, so the
+    learner's own random state is untouched.)
+    """
+    torch.manual_seed(_RNG_PROBE_SEED)
+    return torch.random.get_rng_state()
+
+
+def _random_inside(rerun, got) -> str:
+    """Call the learner's code again on the same input: is anything random inside it?"""
+    state = _fresh_rng_state()
+    again = rerun()
+    if not isinstance(again, torch.Tensor):
+        return ""
+    if not _identical(again, got):
+        return "two calls on the same input give different outputs"
+    if not torch.equal(state, torch.random.get_rng_state()):
+        return "it draws random numbers (torch's random state changes during a call)"
+    return ""
+
+
 def _compare_output(name, got, want, label, mistakes, variant_args, generic_hint, case_hint="",
-                    factor=1.0):
+                    factor=1.0, rerun=None, random_hint=""):
     if got.shape != want.shape:
         hint = ""
         if sorted(got.shape) == sorted(want.shape):
@@ -905,6 +956,9 @@ def _compare_output(name, got, want, label, mistakes, variant_args, generic_hint
         )
     if _close(got, want, factor):
         return
+    randomness = _random_inside(rerun, got) if rerun is not None else ""
+    if randomness:
+        raise ExerciseError(f"Your {name} is random {label}: {randomness}.\nHint: {random_hint}")
     mistake = _first_match({"out": got}, mistakes, *variant_args)
     if mistake:
         raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
@@ -926,7 +980,7 @@ _MHA_PATHS = [f"{w}.{p}" for w in ("w_q", "w_k", "w_v", "w_o") for p in ("weight
 
 
 def _mha(x, p, n_heads, mask=None, *, split="transpose", merge="transpose", scale="head",
-         use_wo=True, project_v=True, shared="", bias="all", **attn_kw):
+         use_wo=True, project_v=True, shared="", bias="all", transpose_w=True, causal=False, **attn_kw):
     b, length, d_model = x.shape
     d_head = d_model // n_heads
     x64 = x.double()
@@ -935,7 +989,8 @@ def _mha(x, p, n_heads, mask=None, *, split="transpose", merge="transpose", scal
     def proj(w, t):
         w = shared if shared and w != "w_o" else w
         keep = bias == "all" or (bias == "w_o only" and w == "w_o")
-        return F.linear(t, lin[f"{w}.weight"], lin[f"{w}.bias"] if keep else None)
+        weight = lin[f"{w}.weight"] if transpose_w else lin[f"{w}.weight"].T  # F.linear computes t @ W.T
+        return F.linear(t, weight, lin[f"{w}.bias"] if keep else None)
 
     def split_(t):
         if split == "transpose":
@@ -952,6 +1007,11 @@ def _mha(x, p, n_heads, mask=None, *, split="transpose", merge="transpose", scal
         q = q * math.sqrt(d_head)
     elif scale == "heads":
         q = q * math.sqrt(d_head) / math.sqrt(n_heads)
+    elif scale == "d_head":  # divided by d_head itself
+        q = q / math.sqrt(d_head)
+    if causal:
+        tril = torch.ones(length, length, dtype=torch.bool).tril()
+        mask = tril if mask is None else mask & tril
     heads = _attention(q, k, v, mask, **attn_kw)["out"]
     if merge == "transpose":
         merged = heads.transpose(1, 2).reshape(b, length, d_model)
@@ -981,6 +1041,14 @@ _MHA_MISTAKES = [
      lambda x, p, h, m: [_mha(x, p, h, m, shared=w) for w in ("w_q", "w_k", "w_v")]),
     ("the projections' biases are missing: call the layers, self.w_q(x), or pass their bias to F.linear.",
      lambda x, p, h, m: [_mha(x, p, h, m, bias="none"), _mha(x, p, h, m, bias="w_o only")]),
+    ("the scores are divided by d_head; divide them by its square root, math.sqrt(d_head).",
+     lambda x, p, h, m: _mha(x, p, h, m, scale="d_head")),
+    ("the projections use the weight matrices untransposed. nn.Linear stores its weight as "
+     "(out_features, in_features) and computes x @ W.T + b; simplest is to call the layers: self.w_q(x).",
+     lambda x, p, h, m: _mha(x, p, h, m, transpose_w=False)),
+    ("later positions get no weight, as with a causal mask. An encoder's attention is bidirectional: "
+     "every token may attend to every key the given mask allows (no is_causal, no triangle of its own).",
+     lambda x, p, h, m: _mha(x, p, h, m, causal=True)),
     ("the scores are scaled by sqrt(n_heads); each head should use sqrt(d_head) = sqrt(d_model / n_heads).",
      lambda x, p, h, m: _mha(x, p, h, m, scale="heads")),
     ("the output projection is missing: after merging the heads, apply self.w_o.",
@@ -1004,6 +1072,49 @@ _MHA_MISTAKES = [
 ]
 
 
+_MHA_RANDOM_HINT = {
+    "eval": "in eval() mode nothing may be random: use nn.Dropout modules, which switch off in eval(), or "
+            "F.dropout(..., training=self.training); never call torch.manual_seed inside forward.",
+    "train": "this MultiHeadAttention was built without dropout (the exercise's has none), so nothing in it "
+             "may be random, even in train() mode.",
+}
+
+
+def _mha_cases(g, d_model: int):
+    """(label, x, mask, hint) for one width: shapes, masks of several layouts, tiny and large inputs."""
+    x = _randn(g, 2, 6, d_model)
+    pad = torch.tensor([[True] * 6, [True, True, True, True, False, False]])[:, None, None, :]
+    pad3 = torch.tensor([[True, True, False, False], [True] * 4, [True, False, False, False]])[:, None, None, :]
+    pairs = torch.rand(3, 1, 4, 4, generator=g) > 0.5
+    pairs[..., 0] = True  # every query keeps a key
+    size = f"d_model={d_model}"
+    return [
+        (f"with {size}, x (2, 6, {d_model}), no mask", x, None, ""),
+        (f"with {size} and a padding mask (2, 1, 1, 6)", x, pad,
+         "Without a mask your class is right: pass the mask on to the attention and fill masked "
+         "scores with float('-inf') before the softmax."),
+        (f"with {size}, tiny inputs (about 1e-3)", x * 1e-3, pad, ""),
+        (f"with {size}, large inputs (about 1000)", x * 1e3, pad,
+         "It works on ordinary inputs but not on large ones: if you wrote the softmax yourself, "
+         "subtract each row's maximum before exp()."),
+        (f"with {size}, a batch of one, x (1, 5, {d_model}), no mask", _randn(g, 1, 5, d_model), None,
+         "It works for a batch of 2 but not for a batch of 1: take B and L from x.shape and never squeeze "
+         "the batch dimension away (.squeeze() without a dim drops every size-1 dimension)."),
+        (f"with {size}, x (3, 4, {d_model}) and padding in the first and last sequences (3, 1, 1, 4)",
+         _randn(g, 3, 4, d_model), pad3,
+         "Each sequence has its own padding: apply each row of the mask to its own sequence, and do "
+         "not assume the first sequence is the longest."),
+        (f"with {size}, x (3, 4, {d_model}) and a causal mask of shape (4, 4)", _randn(g, 3, 4, d_model),
+         torch.ones(4, 4, dtype=torch.bool).tril(),
+         "The mask may have any shape that broadcasts to (B, H, L, L), here (L, L): pass it on to the "
+         "attention unchanged (no view or reshape to (B, 1, 1, L)); broadcasting does the rest."),
+        (f"with {size}, x (3, 4, {d_model}) and a mask per query and key (3, 1, 4, 4)",
+         _randn(g, 3, 4, d_model), pairs,
+         "The mask may have any shape that broadcasts to (B, H, L, L), here (B, 1, L, L): pass it on to "
+         "the attention unchanged."),
+    ]
+
+
 @_checker("multi_head_attention")
 def check_multi_head_attention(cls):
     """Check a ``MultiHeadAttention(d_model, n_heads)`` class (``w_q, w_k, w_v, w_o``; ``forward(x, mask=None)``)."""
@@ -1011,31 +1122,21 @@ def check_multi_head_attention(cls):
 
     name = "MultiHeadAttention"
     g = _gen(2)
-    pad = torch.tensor([[True] * 6, [True, True, True, True, False, False]])[:, None, None, :]
-    for d_model, n_heads, seed in ((16, 4, 11), (12, 3, 12), (8, 1, 13)):
+    # Widths where sqrt(d_head), d_head, sqrt(d_model) and sqrt(n_heads) all differ come first.
+    for index, (d_model, n_heads, seed) in enumerate(((16, 2, 11), (12, 3, 12), (16, 4, 14), (8, 1, 13))):
         cand = _build(name, cls, d_model, n_heads)
         ref = Reference(d_model, n_heads, fast=False)
         for path in _MHA_PATHS:
             _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
-        _randomise(cand, seed)
+        _randomise(name, cand, _MHA_PATHS, seed)
         _copy_params(name, cand, ref, _MHA_PATHS)
         params = {path: _sub(name, ref, path).detach() for path in _MHA_PATHS}
         ref.eval()
-        x = _randn(g, 2, 6, d_model)
-        cases = [
-            (f"with d_model={d_model}, n_heads={n_heads}, x (2, 6, {d_model}), no mask", x, None, ""),
-            (f"with d_model={d_model}, n_heads={n_heads} and a padding mask (2, 1, 1, 6)", x, pad,
-             "Without a mask your class is right: pass the mask on to the attention and fill masked "
-             "scores with float('-inf') before the softmax."),
-            (f"with tiny inputs (about 1e-3), d_model={d_model}, n_heads={n_heads}", x * 1e-3, pad, ""),
-            (f"with large inputs (about 1000), d_model={d_model}, n_heads={n_heads}", x * 1e3, pad,
-             "It works on ordinary inputs but not on large ones: if you wrote the softmax yourself, "
-             "subtract each row's maximum before exp()."),
-        ]
-        for mode in (("eval", "train") if d_model == 16 else ("eval",)):
+        cases = _mha_cases(g, d_model)
+        for mode in (("eval", "train") if index == 0 else ("eval",)):
             getattr(cand, mode)()
             for label, xx, mask, case_hint in cases:
-                label_m = f"{label}, in {mode}() mode"
+                label_m = f"{label}, n_heads={n_heads}, in {mode}() mode"
                 got = _call_module(name, cand, label_m, xx, mask)
                 if mode == "eval":
                     _check_repeatable(name, cand, label_m, got, xx, mask)
@@ -1043,7 +1144,9 @@ def check_multi_head_attention(cls):
                 _compare_output(
                     name, got, want, label_m, _MHA_MISTAKES, (xx, params, n_heads, mask),
                     "project x with w_q, w_k, w_v; split into heads (B, H, L, d_head); attend with the "
-                    "mask; merge the heads back to (B, L, d_model); apply w_o.", case_hint)
+                    "mask; merge the heads back to (B, L, d_model); apply w_o.", case_hint,
+                    rerun=functools.partial(_call_module, name, cand, label_m, xx, mask),
+                    random_hint=_MHA_RANDOM_HINT[mode])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1121,7 +1224,7 @@ def check_layer_norm(cls):
             cand, ref = _build(name, cls, d_model, eps=eps), Reference(d_model, eps=eps)
         for path in ("weight", "bias"):
             _sub(name, cand, path, shape=(d_model,))
-        _randomise(cand, seed)
+        _randomise(name, cand, ("weight", "bias"), seed)
         _copy_params(name, cand, ref, ("weight", "bias"))
         w, b, e = ref.weight.detach(), ref.bias.detach(), ref.eps
         eps_txt = f"eps={e:g}"
@@ -1133,19 +1236,26 @@ def check_layer_norm(cls):
              "It works on ordinary inputs but not on tiny ones, where eps matters: "
              "(x - mean) / sqrt(var + eps), with the eps given to __init__."),
             (f"on large inputs (about 1000), {eps_txt}", x * 1e3, ""),
+            (f"on x of shape (3, 2, 4, {d_model}) (4-D input), {eps_txt}", _randn(g, 3, 2, 4, d_model),
+             "Normalise over the last dimension, dim=-1, whatever the number of dimensions."),
         ]
         for mode in ("eval", "train"):
             getattr(cand, mode)()
             for label, xx, case_hint in cases:
                 label_m = label if mode == "eval" else f"{label}, in train() mode"
-                before = _snapshot({"x": xx})
-                got = _invoke(name, label_m, cand, xx)
-                _check_unchanged(name, before, {"x": xx})
-                got = _expect_tensor(name, got, label_m, "the normalised tensor")
-                want = ref(xx)
-                _compare_output(name, got, want, label_m, _LN_MISTAKES, (xx, w, b, e),
+                got = _call_module(name, cand, label_m, xx)
+                _check_repeatable(name, cand, label_m, got, xx)
+                _compare_output(name, got, ref(xx), label_m, _LN_MISTAKES, (xx, w, b, e),
                                 "y = weight * (x - mean) / sqrt(var + eps) + bias, with mean and the "
                                 "biased variance over the last dimension.", case_hint, factor=2.0)
+        # In float64, as after model.double(): the result must stay float64 (no .float() inside).
+        cand.double().eval()
+        x64 = x.double()
+        label = f"on a float64 x of shape (2, 5, {d_model}) with the module in float64 (.double()), {eps_txt}"
+        got = _call_module(name, cand, label, x64)
+        _compare_output(name, got, ref.double()(x64), label, _LN_MISTAKES, (x64, w, b, e),
+                        "compute in the input's dtype: no .float() or float32 constants as tensors.",
+                        factor=2.0)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1226,7 +1336,7 @@ def check_feed_forward(cls):
         ref.eval()
         for path in paths:
             _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
-        _randomise(cand, seed)
+        _randomise(name, cand, paths, seed)
         _copy_params(name, cand, ref, paths)
         p = {path: _sub(name, ref, path).detach() for path in paths}
         x = _randn(g, 2, 5, d_model)
@@ -1235,6 +1345,8 @@ def check_feed_forward(cls):
             (f"with {setting}, x (2, 5, {d_model})", x),
             (f"with {setting}, tiny inputs (about 1e-3)", x * 1e-3),
             (f"with {setting}, large inputs (about 1000)", x * 1e3),
+            (f"with {setting}, x (1, 3, {d_model})", _randn(g, 1, 3, d_model)),
+            (f"with {setting}, x (4, 7, {d_model})", _randn(g, 4, 7, d_model)),
         ]
         for mode in ("eval", "train"):
             getattr(cand, mode)()
@@ -1244,7 +1356,11 @@ def check_feed_forward(cls):
                 if mode == "eval":
                     _check_repeatable(name, cand, label_m, got, xx)
                 _compare_output(name, got, ref(xx), label_m, _ffn_mistakes(act), (xx, p),
-                                "output = w2(activation(w1(x))), the same for every position.")
+                                "output = w2(activation(w1(x))), the same for every position; take the "
+                                "sizes from x, never fixed numbers.",
+                                rerun=functools.partial(_call_module, name, cand, label_m, xx),
+                                random_hint="this FeedForward was built without dropout (the exercise's has "
+                                            "none), so nothing in it may be random, even in train() mode.")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1389,7 +1505,9 @@ def check_encoder_block(cls):
     g = _gen(5)
     d_model, n_heads, d_ff = 16, 4, 32
     pad = torch.tensor([[True] * 5, [True, True, True, False, False]])[:, None, None, :]
+    pad3 = torch.tensor([[True, True, False, False], [True] * 4, [True, False, False, False]])[:, None, None, :]
     x = _randn(g, 2, 5, d_model)
+    x1, x3 = _randn(g, 1, 3, d_model), _randn(g, 3, 4, d_model)
     for norm_first in (False, True):
         style = "pre-LN (norm_first=True)" if norm_first else "post-LN (norm_first=False)"
         for dropout in (0.3, 0.0):
@@ -1397,7 +1515,7 @@ def check_encoder_block(cls):
             ref = Reference(d_model, n_heads, d_ff, dropout=0.0, norm_first=norm_first, fast=False)
             for path in _BLOCK_PATHS:
                 _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
-            _randomise(cand, 41 + norm_first)
+            _randomise(name, cand, _BLOCK_PATHS, 41 + norm_first)
             _copy_params(name, cand, ref, _BLOCK_PATHS)
             for norm in ("norm1", "norm2"):
                 eps = getattr(_sub(name, cand, norm), "eps", None)
@@ -1409,6 +1527,8 @@ def check_encoder_block(cls):
                 (f"as {style} with a padding mask (2, 1, 1, 5)", x, pad),
                 (f"as {style} with tiny inputs (about 1e-3)", x * 1e-3, pad),
                 (f"as {style} with large inputs (about 1000)", x * 1e3, pad),
+                (f"as {style}, a batch of one, x (1, 3, {d_model}), no mask", x1, None),
+                (f"as {style}, x (3, 4, {d_model}) with padding in the first and last sequences", x3, pad3),
             ]
             modes = ("eval",) if dropout else ("eval", "train")
             for mode in modes:
@@ -1430,7 +1550,12 @@ def check_encoder_block(cls):
                     _compare_output(
                         name, got, want, label_m, _block_mistakes(norm_first), (xx, ref, mask),
                         "post-LN: x = norm1(x + attn(x, mask)); x = norm2(x + ffn(x)). "
-                        "pre-LN: x = x + attn(norm1(x), mask); x = x + ffn(norm2(x)).", factor=3.0)
+                        "pre-LN: x = x + attn(norm1(x), mask); x = x + ffn(norm2(x)). Take the sizes "
+                        "from x, never fixed numbers.", factor=3.0,
+                        rerun=functools.partial(_call_module, name, cand, label_m, xx, mask),
+                        random_hint="this block was built with dropout=0.0, so nothing in it may be random: "
+                                    "build the dropout layers from the dropout argument, nn.Dropout(dropout), "
+                                    "not from a fixed rate.")
             if dropout:
                 cand.train()
                 label_t = f"as {style}, dropout={dropout}, in train() mode"
@@ -1446,16 +1571,34 @@ def check_encoder_block(cls):
 
 
 def _check_dropout_place(name, cand, ref, label, x, mask) -> None:
-    """Dropout belongs on each sublayer's output only, never on the residual stream.
+    """Dropout belongs on each sublayer's output, and only there.
 
-    With the last layer of both sublayers set to zero (attn.w_o and ffn.w2), each sublayer outputs
-    zeros whatever dropout does inside it, so a right block is deterministic even in train() and
-    equals the reference: x for pre-LN, norm2(norm1(x)) for post-LN.
+    With the weights of the sublayers' last layers (attn.w_o, ffn.w2) set to zero, a sublayer outputs
+    just its last bias, whatever happens inside it. Keeping one bias and zeroing the other, a right
+    block in train() is random only through that sublayer's dropout; with both zero it is not random
+    at all and equals the reference (x for pre-LN, norm2(norm1(x)) for post-LN).
     """
-    for module in (cand, ref):
-        for path in ("attn.w_o.weight", "attn.w_o.bias", "ffn.w2.weight", "ffn.w2.bias"):
+    def zero(path):
+        for module in (cand, ref):
             _sub(name, module, path).data.zero_()
+
+    zero("attn.w_o.weight")
+    zero("ffn.w2.weight")
+    ffn_bias = _sub(name, cand, "ffn.w2.bias").detach().clone()
     cand.train()
+    for sublayer, drop, off, on in (("attention", "dropout1", "ffn.w2.bias", None),
+                                    ("feed-forward", "dropout2", "attn.w_o.bias", "ffn.w2.bias")):
+        zero(off)
+        if on is not None:
+            _sub(name, cand, on).data.copy_(ffn_bias)
+        first = _call_module(name, cand, label, x, mask)
+        if _identical(first, _call_module(name, cand, label, x, mask)):
+            raise ExerciseError(
+                f"Your {name} never drops the {sublayer} sublayer's output {label}. Dropout goes on what "
+                f"the sublayer returns, before the residual sum: x + self.{drop}(...) around it (post-LN: "
+                "inside the norm), not on the sublayer's input."
+            )
+    zero("ffn.w2.bias")
     got = _call_module(name, cand, label, x, mask)
     want = ref(x, mask)
     if got.shape == want.shape and not _close(got, want, factor=3.0):

@@ -18,7 +18,7 @@ from torch import nn
 
 import encoder_course as ec
 from encoder_course import checks
-from encoder_course.checks import ExerciseError
+from catalogue import Catalogue, assert_named, assert_passes
 
 C_PE = checks.check_sinusoidal_positions
 C_SDPA = checks.check_scaled_dot_product_attention
@@ -29,22 +29,9 @@ C_LN = checks.check_layer_norm
 C_FF = checks.check_feed_forward
 C_BLK = checks.check_encoder_block
 
-WRONG: list = []   # (id, checker, candidate, description, phrase the message must contain)
-RIGHT: list = []   # (id, checker, candidate, description)
-
-
-def wrong(cid, checker, desc, words):
-    def deco(c):
-        WRONG.append((cid, checker, c, desc, words))
-        return c
-    return deco
-
-
-def right(cid, checker, desc):
-    def deco(c):
-        RIGHT.append((cid, checker, c, desc))
-        return c
-    return deco
+CATALOGUE = Catalogue()
+WRONG, RIGHT = CATALOGUE.wrong, CATALOGUE.right
+wrong, right = CATALOGUE.add_wrong, CATALOGUE.add_right
 
 
 # =============================================================================================
@@ -198,7 +185,7 @@ def sdpa_logsm(q, k, v, mask=None):
 
 
 @wrong("sdpa-dropout-always", C_SDPA, "F.dropout(w, 0.1) (training=True by default): random output",
-       'different result each time')
+       'draws random numbers')
 def sdpa_dropout(q, k, v, mask=None):
     out, w = _sdpa(q, k, v, mask)
     w = F.dropout(w, 0.1)
@@ -882,8 +869,9 @@ class MHAR2(MB):
         for h in range(self.n_heads):
             sl = slice(h * self.d_head, (h + 1) * self.d_head)
             s = q[..., sl] @ k[..., sl].transpose(1, 2) / math.sqrt(self.d_head)
-            if mask is not None:
-                s = s.masked_fill(~mask[:, 0], float("-inf"))  # (B,1,L) broadcasts over queries
+            if mask is not None:  # this head's slice of the mask, broadcast to (B, H, L, L) first
+                b, length = x.shape[:2]
+                s = s.masked_fill(~mask.expand(b, self.n_heads, length, length)[:, h], float("-inf"))
             outs.append(s.softmax(-1) @ v[..., sl])
         return self.w_o(torch.cat(outs, dim=-1))
 
@@ -1161,23 +1149,16 @@ class MHAR6(MB):
 
 
 def test_catalogue_sizes():
-    assert len(WRONG) >= 70 and len(RIGHT) >= 30
-    assert len({w[0] for w in WRONG} | {r[0] for r in RIGHT}) == len(WRONG) + len(RIGHT)
+    CATALOGUE.assert_sizes(70, 30)
 
 
 @pytest.mark.filterwarnings("ignore")
-@pytest.mark.parametrize("checker, candidate, words", [(w[1], w[2], w[4]) for w in WRONG], ids=[w[0] for w in WRONG])
+@CATALOGUE.wrong_params()
 def test_wrong_answer_is_named(checker, candidate, words, capsys):
-    with pytest.raises(ExerciseError) as info:
-        checker(candidate)
-    message = str(info.value)
-    assert words in message, message
-    assert "The checker could not use" not in message, message
-    assert capsys.readouterr().out == ""
+    assert_named(checker, candidate, words, capsys)
 
 
 @pytest.mark.filterwarnings("ignore")
-@pytest.mark.parametrize("checker, candidate", [(r[1], r[2]) for r in RIGHT], ids=[r[0] for r in RIGHT])
+@CATALOGUE.right_params()
 def test_right_answer_passes(checker, candidate, capsys):
-    checker(candidate)
-    assert capsys.readouterr().out.startswith("✓ ")
+    assert_passes(checker, candidate, capsys)
