@@ -940,8 +940,16 @@ def _random_inside(rerun, got) -> str:
     return ""
 
 
+def _fresh_output(name, rebuild, cand, label, *inputs):
+    """The output of a newly built copy of the learner's module, with the same weights and mode."""
+    fresh = rebuild()
+    fresh.load_state_dict(cand.state_dict(), strict=False)
+    fresh.train(cand.training)
+    return _call_module(name, fresh, label, *inputs)
+
+
 def _compare_output(name, got, want, label, mistakes, variant_args, generic_hint, case_hint="",
-                    factor=1.0, rerun=None, random_hint=""):
+                    factor=1.0, rerun=None, random_hint="", fresh=None):
     if got.shape != want.shape:
         hint = ""
         if sorted(got.shape) == sorted(want.shape):
@@ -959,6 +967,18 @@ def _compare_output(name, got, want, label, mistakes, variant_args, generic_hint
     randomness = _random_inside(rerun, got) if rerun is not None else ""
     if randomness:
         raise ExerciseError(f"Your {name} is random {label}: {randomness}.\nHint: {random_hint}")
+    if fresh is not None:
+        try:
+            new = fresh()
+        except Exception:  # the copy cannot be built or run: no verdict from it
+            new = None
+        if isinstance(new, torch.Tensor) and _close(new, want, factor):
+            raise ExerciseError(
+                f"Your {name} keeps something from one call to the next {label}: a newly built copy with "
+                "the same weights gives the right answer on this input, yours does not after the calls "
+                "before it.\nHint: do not store results on self inside forward (statistics, a mask, keys "
+                "and values); compute everything from the inputs of this call."
+            )
     mistake = _first_match({"out": got}, mistakes, *variant_args)
     if mistake:
         raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
@@ -1124,7 +1144,8 @@ def check_multi_head_attention(cls):
     g = _gen(2)
     # Widths where sqrt(d_head), d_head, sqrt(d_model) and sqrt(n_heads) all differ come first.
     for index, (d_model, n_heads, seed) in enumerate(((16, 2, 11), (12, 3, 12), (16, 4, 14), (8, 1, 13))):
-        cand = _build(name, cls, d_model, n_heads)
+        rebuild = functools.partial(_build, name, cls, d_model, n_heads)
+        cand = rebuild()
         ref = Reference(d_model, n_heads, fast=False)
         for path in _MHA_PATHS:
             _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
@@ -1146,7 +1167,8 @@ def check_multi_head_attention(cls):
                     "project x with w_q, w_k, w_v; split into heads (B, H, L, d_head); attend with the "
                     "mask; merge the heads back to (B, L, d_model); apply w_o.", case_hint,
                     rerun=functools.partial(_call_module, name, cand, label_m, xx, mask),
-                    random_hint=_MHA_RANDOM_HINT[mode])
+                    random_hint=_MHA_RANDOM_HINT[mode],
+                    fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx, mask))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1219,9 +1241,10 @@ def check_layer_norm(cls):
     g = _gen(3)
     for d_model, eps, seed in ((16, None, 21), (8, 1e-3, 22)):
         if eps is None:
-            cand, ref = _build(name, cls, d_model), Reference(d_model)
+            rebuild, ref = functools.partial(_build, name, cls, d_model), Reference(d_model)
         else:
-            cand, ref = _build(name, cls, d_model, eps=eps), Reference(d_model, eps=eps)
+            rebuild, ref = functools.partial(_build, name, cls, d_model, eps=eps), Reference(d_model, eps=eps)
+        cand = rebuild()
         for path in ("weight", "bias"):
             _sub(name, cand, path, shape=(d_model,))
         _randomise(name, cand, ("weight", "bias"), seed)
@@ -1247,7 +1270,8 @@ def check_layer_norm(cls):
                 _check_repeatable(name, cand, label_m, got, xx)
                 _compare_output(name, got, ref(xx), label_m, _LN_MISTAKES, (xx, w, b, e),
                                 "y = weight * (x - mean) / sqrt(var + eps) + bias, with mean and the "
-                                "biased variance over the last dimension.", case_hint, factor=2.0)
+                                "biased variance over the last dimension.", case_hint, factor=2.0,
+                                fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx))
         # In float64, as after model.double(): the result must stay float64 (no .float() inside).
         cand.double().eval()
         x64 = x.double()
@@ -1328,11 +1352,11 @@ def check_feed_forward(cls):
         settings.append((8, 16, "relu", 33))
     for d_model, d_ff, activation, seed in settings:
         if activation is None:
-            cand, ref, act = _build(name, cls, d_model, d_ff), Reference(d_model, d_ff), "gelu"
+            rebuild, ref, act = functools.partial(_build, name, cls, d_model, d_ff), Reference(d_model, d_ff), "gelu"
         else:
-            cand, ref = _build(name, cls, d_model, d_ff, activation=activation), Reference(
-                d_model, d_ff, activation=activation)
-            act = activation
+            rebuild = functools.partial(_build, name, cls, d_model, d_ff, activation=activation)
+            ref, act = Reference(d_model, d_ff, activation=activation), activation
+        cand = rebuild()
         ref.eval()
         for path in paths:
             _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
@@ -1360,7 +1384,8 @@ def check_feed_forward(cls):
                                 "sizes from x, never fixed numbers.",
                                 rerun=functools.partial(_call_module, name, cand, label_m, xx),
                                 random_hint="this FeedForward was built without dropout (the exercise's has "
-                                            "none), so nothing in it may be random, even in train() mode.")
+                                            "none), so nothing in it may be random, even in train() mode.",
+                                fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1511,7 +1536,9 @@ def check_encoder_block(cls):
     for norm_first in (False, True):
         style = "pre-LN (norm_first=True)" if norm_first else "post-LN (norm_first=False)"
         for dropout in (0.3, 0.0):
-            cand = _build(name, cls, d_model, n_heads, d_ff, dropout=dropout, norm_first=norm_first)
+            rebuild = functools.partial(_build, name, cls, d_model, n_heads, d_ff, dropout=dropout,
+                                        norm_first=norm_first)
+            cand = rebuild()
             ref = Reference(d_model, n_heads, d_ff, dropout=0.0, norm_first=norm_first, fast=False)
             for path in _BLOCK_PATHS:
                 _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
@@ -1555,7 +1582,8 @@ def check_encoder_block(cls):
                         rerun=functools.partial(_call_module, name, cand, label_m, xx, mask),
                         random_hint="this block was built with dropout=0.0, so nothing in it may be random: "
                                     "build the dropout layers from the dropout argument, nn.Dropout(dropout), "
-                                    "not from a fixed rate.")
+                                    "not from a fixed rate.",
+                        fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx, mask))
             if dropout:
                 cand.train()
                 label_t = f"as {style}, dropout={dropout}, in train() mode"

@@ -292,7 +292,7 @@ class MHARemember(MB):
 
 
 @wrong("mha-kv-cache", C_MHA, "caches k and v from the first call (a decoder's KV cache) and reuses them",
-       'gives different numbers')
+       'keeps something from one call to the next')
 class MHACache(MB):
     def forward(self, x, mask=None):
         q, k, v = self.qkv(x)
