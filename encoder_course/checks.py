@@ -441,6 +441,28 @@ _POSITION_MISTAKES = [
 ]
 
 
+def _wrong_frequency(got: torch.Tensor, want: torch.Tensor, d_model: int) -> str:
+    """If each column pair of ``got`` is (sin, cos) of pos * w for some w, name the first wrong w."""
+    g = got.detach().double()
+    if g.shape[0] < 3:
+        return ""
+    pos = torch.arange(g.shape[0], dtype=torch.float64)[:, None]
+    w_got = torch.atan2(g[1, 0::2], g[1, 1::2])  # the angle at position 1, in (-pi, pi]
+    if not torch.allclose(g[:, 0::2], torch.sin(pos * w_got), atol=1e-4) or not torch.allclose(
+            g[:, 1::2], torch.cos(pos * w_got), atol=1e-4):
+        return ""  # not a clean sin/cos pair with one frequency per pair
+    w_want = 1.0 / 10000.0 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    wrong = (w_got - w_want).abs() > 1e-4 * w_want.abs().clamp_min(1e-3)
+    if not wrong.any():
+        return ""
+    i = int(wrong.nonzero()[0])
+    return (f"each column pair is a sine and a cosine, as it should be, but with the wrong frequency: pair "
+            f"{i} (columns {2 * i} and {2 * i + 1}) turns by {float(w_got[i]):.6g} per position, and "
+            f"1 / 10000^({2 * i}/{d_model}) = {float(w_want[i]):.6g} is right. Check the exponent "
+            "2i/d_model (i counts pairs from 0, and d_model is the width asked for, not a fixed number) and "
+            "that the positions are 0, 1, 2, ... as they are.")
+
+
 @_checker("sinusoidal_positions")
 def check_sinusoidal_positions(fn):
     """Check ``sinusoidal_positions(seq_len, d_model) -> Tensor[seq_len, d_model]`` (float32)."""
@@ -480,6 +502,9 @@ def check_sinusoidal_positions(fn):
             mistake = _first_match({"pe": got}, _POSITION_MISTAKES, seq_len, d_model)
             if mistake:
                 raise ExerciseError(f"Your sinusoidal_positions is not right yet {what}: {mistake}")
+            frequency = _wrong_frequency(got, want, d_model)
+            if frequency:
+                raise ExerciseError(f"Your sinusoidal_positions is not right yet {what}: {frequency}")
             raise ExerciseError(
                 f"Your sinusoidal_positions gives different values from the formula {what}; "
                 f"{_where_differs(got, want)}.\nHint: PE[pos, 2i] = sin(pos / 10000^(2i/d_model)) and "
@@ -582,6 +607,24 @@ _ATTENTION_MISTAKES = [
      "the softmax (the ones you multiply v with).",
      lambda q, k, v, m: _attention(q, k, v, m, weights_are="scores")),
 ]
+
+
+def _fitted_scale(q, k, weights) -> float | None:
+    """If ``weights`` are softmax(q k^T / c) for one wrong constant c, return c."""
+    scores_shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    if tuple(weights.shape) != scores_shape or not torch.isfinite(weights).all() or (weights <= 0).any():
+        return None
+    raw = (q.double() @ k.double().transpose(-2, -1))
+    logs = torch.log(weights.double())
+    raw_c, logs_c = raw - raw.mean(-1, keepdim=True), logs - logs.mean(-1, keepdim=True)
+    slope = float((raw_c * logs_c).sum() / (raw_c * raw_c).sum())  # 1 / c
+    if slope <= 0:
+        return None
+    residual = float((logs_c - slope * raw_c).abs().max())
+    if residual > 1e-4 * max(1.0, float(logs_c.abs().max())):
+        return None
+    scale = 1.0 / slope
+    return None if abs(scale - math.sqrt(q.shape[-1])) < 1e-3 * scale else scale
 
 
 def _attention_cases():
@@ -696,6 +739,14 @@ def check_scaled_dot_product_attention(fn):
         mistake = _first_match(bad, _ATTENTION_MISTAKES, q, k, v, mask)
         if mistake:
             raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
+        scale = _fitted_scale(q, k, weights) if mask is None else None
+        if scale is not None:
+            d_k = q.shape[-1]
+            raise ExerciseError(
+                f"Your {name} is not right yet {label}: your weights are softmax(q @ k^T / c) with c = "
+                f"{scale:.4g}, but c should be sqrt(d_k) = sqrt({d_k}) = {math.sqrt(d_k):.4g}. Look at how "
+                "you compute the scale (d_k = q.shape[-1]; math.sqrt(d_k) or d_k ** 0.5)."
+            )
         if any(torch.isnan(t).any() for t in bad.values()):
             hint = case_hint or (
                 "NaN comes from exp() overflowing or from a row where every score is -inf. "

@@ -59,7 +59,7 @@ def _sdpa(q, k, v, mask=None):
 
 
 @wrong("pe-linspace-exponent", C_PE, "exponents from torch.linspace(0, 1, d_model // 2): 2i/(d_model-2)",
-       'PE[pos, 2i] = sin')
+       'wrong frequency')
 def pe_linspace(L, d):
     pos = torch.arange(L, dtype=torch.float32)[:, None]
     freq = 10000 ** torch.linspace(0, 1, d // 2)
@@ -72,13 +72,13 @@ _BIG = _pe(64, 512)
 
 
 @wrong("pe-fixed-512-table", C_PE, "a table precomputed once for d_model=512, sliced [:seq_len, :d_model]",
-       'PE[pos, 2i] = sin')
+       'wrong frequency')
 def pe_fixed_table(L, d):
     return _BIG[:L, :d].clone()
 
 
 @wrong("pe-normalised-positions", C_PE, "positions torch.arange(seq_len) / seq_len (normalised to [0, 1))",
-       'positions from 0')
+       'wrong frequency')
 def pe_norm_pos(L, d):
     pos = (torch.arange(L, dtype=torch.float32) / L)[:, None]
     freq = 10000 ** (torch.arange(0, d, 2, dtype=torch.float32) / d)
@@ -102,7 +102,7 @@ def sdpa_dk2(q, k, v, mask=None):
 
 
 @wrong("sdpa-int-sqrt", C_SDPA, "scale = math.isqrt(d_k) (integer square root: 2 for d_k=8)",
-       'softmax(q @ k^T / sqrt(d_k))')
+       'with c = 2, but c should be sqrt(d_k)')
 def sdpa_isqrt(q, k, v, mask=None):
     s = q @ k.transpose(-2, -1) / math.isqrt(q.shape[-1])
     if mask is not None:
