@@ -39,6 +39,7 @@ import contextlib
 import functools
 import inspect
 import io
+import itertools
 import math
 import signal
 import threading
@@ -112,27 +113,27 @@ def _time_limit(seconds: float):
 
 
 _SHAPE_HINTS = {
-    "sinusoidal_positions": "the positions form a column (seq_len, 1) and the frequencies a row "
+    "sinusoidal_positions": "The positions form a column (seq_len, 1) and the frequencies a row "
                             "(d_model / 2,), so pos / freq has shape (seq_len, d_model / 2).",
-    "scaled_dot_product_attention": "to swap only the last two dimensions use k.transpose(-2, -1) (k.T "
+    "scaled_dot_product_attention": "To swap only the last two dimensions use k.transpose(-2, -1) (k.T "
                                     "and k.t() do something else for more than 2 dimensions). The mask "
                                     "already lines up with the scores (..., L_q, L_k), keys last: use it "
                                     "as given, without transposing or reshaping it, in "
                                     "scores.masked_fill(~mask, ...), which broadcasts it (indexing with "
                                     "scores[~mask] does not).",
-    "MultiHeadAttention": "take B and L from x.shape (never fixed numbers); split (B, L, d_model) into "
+    "MultiHeadAttention": "Take B and L from x.shape (never fixed numbers); split (B, L, d_model) into "
                           "(B, L, H, d_head) and transpose to (B, H, L, d_head); merge back with transpose(1, 2) "
                           "and reshape(B, L, d_model); use k.transpose(-2, -1) for the scores. The mask may be "
                           "any shape that broadcasts to (B, H, L, L), such as (B, 1, 1, L) or (L, L): pass it "
                           "on as given.",
-    "LayerNorm": "normalise over the last dimension whatever the rank of x (dim=-1, not a fixed number); "
+    "LayerNorm": "Normalise over the last dimension whatever the rank of x (dim=-1, not a fixed number); "
                  "a mean or variance taken without keepdim=True no longer lines up with x: "
                  "x.mean(dim=-1, keepdim=True).",
-    "FeedForward": "w1 maps d_model to d_ff and w2 maps d_ff back to d_model: apply w1 first, w2 last. "
+    "FeedForward": "The layer w1 maps d_model to d_ff and w2 maps d_ff back to d_model: apply w1 first, w2 last. "
                    "nn.Linear stores its weight as (out_features, in_features), so by hand it is "
                    "x @ w1.weight.T + w1.bias; simplest is to call self.w1(x).",
-    "EncoderBlock": "self.attn(x, mask) and self.ffn(x) both take and return (B, L, d_model); check what you "
-                    "pass to each.",
+    "EncoderBlock": "The sublayers self.attn(x, mask) and self.ffn(x) both take and return (B, L, d_model); "
+                    "check what you pass to each.",
 }
 
 
@@ -141,6 +142,15 @@ def _error_hint(exc: BaseException, name: str = "") -> str:
     if "Boolean value of Tensor with more than one value is ambiguous" in text:
         return ("`if mask:` asks whether a whole tensor is true; to test whether a mask was given, write "
                 "`if mask is not None:`.")
+    if "'tuple' object has no attribute" in text:
+        return ("A function returned a tuple where you expected a tensor: scaled_dot_product_attention "
+                "returns (out, weights), so unpack it: `out, _ = scaled_dot_product_attention(...)`.")
+    if "only one element tensors can be converted to Python scalars" in text:
+        return ("A math.* function (or float()) got a whole tensor: use the torch version, which works "
+                "element by element (torch.erf, torch.sqrt, torch.exp, torch.sin).")
+    if ("expected scalar type" in text or "same dtype" in text or "dtype" in text and "expected" in text):
+        return ("Two tensors of different dtypes met: keep every step in the inputs' dtype (no .float(), "
+                ".double() or dtype= inside; torch.tensor(...) of a Python float is float32).")
     if "view size is not compatible" in text:
         return ("a tensor that was transposed cannot be .view()-ed: use .reshape(...) or "
                 ".contiguous().view(...).")
@@ -736,6 +746,12 @@ def check_scaled_dot_product_attention(fn):
                 "(F.dropout(x, p) is active unless you pass training=False).\nHint: this function has no "
                 "dropout; leave it out (and no torch.manual_seed inside it)."
             )
+        if list(bad) == ["weights"] and mask is not None and _close(weights, _attention(q, k, v)["weights"]):
+            raise ExerciseError(
+                f"Your {name}'s out is right but the weights you return are from before the mask was "
+                f"applied {label}.\nHint: return the weights after the softmax of the masked scores, the "
+                "same ones you multiply v with."
+            )
         mistake = _first_match(bad, _ATTENTION_MISTAKES, q, k, v, mask)
         if mistake:
             raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
@@ -775,6 +791,21 @@ def check_scaled_dot_product_attention(fn):
             + (f"\nHint: {extra}" if extra else
                "\nHint: softmax(q @ k^T / sqrt(d_k)) @ v, with masked scores set to -inf before the softmax.")
         )
+    # Gradients, on the multi-head case with a padding mask (the numbers are right by now).
+    from .attention import scaled_dot_product_attention as reference
+
+    label, q, k, v, mask, _ = _attention_cases()[2]
+    _check_gradients(name, label, lambda q, k, v: _invoke(name, label, fn, q, k, v, mask),
+                     lambda q, k, v: reference(q, k, v, mask), {"q": q, "k": k, "v": v})
+
+
+def _module_gradients(name, cand, ref, paths, label, x, *extra) -> None:
+    """Compare the gradients for x and the contract's parameters (both modules in eval mode)."""
+    cand.eval()
+    _check_gradients(name, label, lambda x: _call_module(name, cand, label, x, *extra),
+                     lambda x: ref(x, *[e for e in extra if e is not None]), {"x": x},
+                     {path: _sub(name, cand, path) for path in paths},
+                     {path: _sub(name, ref, path) for path in paths})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -824,6 +855,8 @@ def check_padding_mask(fn):
             if tuple(got.shape) == (b, length):
                 layout = ("add the two middle dimensions so the mask broadcasts over heads and queries: "
                           "mask[:, None, None, :] gives (B, 1, 1, L).")
+            elif sorted(got.shape) == sorted(want.shape) and got.shape[-1] == length:
+                layout = "the batch axis comes first: (B, 1, 1, L), e.g. mask[:, None, None, :]."
             elif sorted(got.shape) == sorted(want.shape):
                 layout = "the key axis L must be the last dimension: (B, 1, 1, L)."
             else:
@@ -991,6 +1024,69 @@ def _random_inside(rerun, got) -> str:
     return ""
 
 
+def _gradients(fn, inputs: dict, params: dict, seed: int):
+    """Run ``fn`` on copies of ``inputs`` that require grad; return (outputs, gradients by name).
+
+    The loss is a random weighting of every output (``fn`` returns a tensor or a tuple of tensors),
+    so each output element's gradient path counts.
+    """
+    leaves = {k: v.detach().clone().requires_grad_(True) for k, v in inputs.items()}
+    for tensor in params.values():
+        tensor.grad = None
+    with torch.enable_grad():
+        outs = fn(**leaves)
+        outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+        if not all(isinstance(o, torch.Tensor) for o in outs):
+            return outs, None
+        if not any(o.requires_grad for o in outs):
+            return outs, {}
+        g = _gen(seed)
+        loss = sum((o * _randn(g, *o.shape).to(o.dtype)).sum() for o in outs if o.requires_grad)
+        targets = {**leaves, **params}
+        grads = torch.autograd.grad(loss, list(targets.values()), allow_unused=True)
+    return outs, dict(zip(targets, grads))
+
+
+def _check_gradients(name, label, cand_fn, ref_fn, inputs: dict, cand_params=None, ref_params=None):
+    """The learner's code must pass gradients back to its inputs and parameters as the reference does."""
+    cand_params, ref_params = cand_params or {}, ref_params or {}
+    _, want = _gradients(ref_fn, inputs, ref_params, seed=99)
+    try:
+        _, got = _gradients(cand_fn, inputs, cand_params, seed=99)
+    except ExerciseError:
+        raise
+    except RuntimeError as exc:
+        raise ExerciseError(
+            f"Backpropagating through your {name} fails {label}: {exc}\nHint: an in-place operation (x += ..., "
+            "masked_fill_, relu_) changed a tensor that autograd still needed; write it out of place "
+            "(x = x + ..., masked_fill)."
+        ) from exc
+    if got is None:
+        return  # the output checks have already said what is wrong
+    where = [key for key in want if want[key] is not None and (got.get(key) is None or not torch.any(got[key]))]
+    if not got or where:
+        what = "no gradient at all" if not got else "no gradient for " + ", ".join(f"`{w}`" for w in where)
+        raise ExerciseError(
+            f"Your {name} gives the right numbers but cuts the gradient {label}: {what} comes back, so "
+            "training could not learn through it.\nHint: no torch.no_grad(), .detach(), .data or .item() "
+            "inside; keep every step a torch operation on the tensors you were given."
+        )
+    # One scale for all: a gradient that is zero in theory (the key projection's bias, whose shift
+    # the softmax ignores) is rounding noise, and is judged against the others' size.
+    scale = max(float(g.detach().abs().max()) for g in want.values() if g is not None and g.numel())
+    for key, ref_grad in want.items():
+        if ref_grad is None:
+            continue
+        error = (got[key].detach().double() - ref_grad.detach().double()).abs()
+        if got[key].shape != ref_grad.shape or bool((error > 1e-4 * scale + 1e-3 * ref_grad.detach().abs()).any()):
+            raise ExerciseError(
+                f"Your {name} gives the right numbers but the wrong gradient for `{key}` {label}: "
+                f"{_where_differs(got[key], ref_grad)}.\nHint: something inside is taken out of the gradient "
+                "(a .detach(), .data, or a statistic computed without gradient); keep every step a torch "
+                "operation on the tensors you were given."
+            )
+
+
 def _fresh_output(name, rebuild, cand, label, *inputs):
     """The output of a newly built copy of the learner's module, with the same weights and mode."""
     fresh = rebuild()
@@ -1051,14 +1147,15 @@ _MHA_PATHS = [f"{w}.{p}" for w in ("w_q", "w_k", "w_v", "w_o") for p in ("weight
 
 
 def _mha(x, p, n_heads, mask=None, *, split="transpose", merge="transpose", scale="head",
-         use_wo=True, project_v=True, shared="", bias="all", transpose_w=True, causal=False, **attn_kw):
+         use_wo=True, project_v=True, shared="", bias="all", transpose_w=True, causal=False, residual=False,
+         **attn_kw):
     b, length, d_model = x.shape
     d_head = d_model // n_heads
     x64 = x.double()
     lin = {k: v.double() for k, v in p.items()}
 
     def proj(w, t):
-        w = shared if shared and w != "w_o" else w
+        w = (shared.get(w, w) if isinstance(shared, dict) else shared) if shared and w != "w_o" else w
         keep = bias == "all" or (bias == "w_o only" and w == "w_o")
         weight = lin[f"{w}.weight"] if transpose_w else lin[f"{w}.weight"].T  # F.linear computes t @ W.T
         return F.linear(t, weight, lin[f"{w}.bias"] if keep else None)
@@ -1091,6 +1188,8 @@ def _mha(x, p, n_heads, mask=None, *, split="transpose", merge="transpose", scal
     else:
         merged = heads.reshape(b, length, d_model)
     out = proj("w_o", merged) if use_wo else merged
+    if residual:
+        out = out + x64
     return {"out": out.to(x.dtype)}
 
 
@@ -1110,6 +1209,14 @@ _MHA_MISTAKES = [
     ("q, k and v all come from the same projection. Each has its own: q = self.w_q(x), "
      "k = self.w_k(x), v = self.w_v(x).",
      lambda x, p, h, m: [_mha(x, p, h, m, shared=w) for w in ("w_q", "w_k", "w_v")]),
+    ("q, k and v do not come from their own projections (a layer is used twice, or two are swapped): "
+     "q = self.w_q(x), k = self.w_k(x), v = self.w_v(x).",
+     lambda x, p, h, m: [_mha(x, p, h, m, shared=dict(zip(("w_q", "w_k", "w_v"), combo)))
+                         for combo in itertools.product(("w_q", "w_k", "w_v"), repeat=3)
+                         if combo != ("w_q", "w_k", "w_v") and len(set(combo)) > 1]),
+    ("it adds the input back (a residual). Multi-head attention returns w_o(merged heads) only; the "
+     "encoder block adds the residual.",
+     lambda x, p, h, m: _mha(x, p, h, m, residual=True)),
     ("the projections' biases are missing: call the layers, self.w_q(x), or pass their bias to F.linear.",
      lambda x, p, h, m: [_mha(x, p, h, m, bias="none"), _mha(x, p, h, m, bias="w_o only")]),
     ("the scores are divided by d_head; divide them by its square root, math.sqrt(d_head).",
@@ -1220,6 +1327,9 @@ def check_multi_head_attention(cls):
                     rerun=functools.partial(_call_module, name, cand, label_m, xx, mask),
                     random_hint=_MHA_RANDOM_HINT[mode],
                     fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx, mask))
+        if index == 0:
+            label, xx, mask, _ = cases[1]
+            _module_gradients(name, cand, ref, _MHA_PATHS, f"{label}, n_heads={n_heads}", xx, mask)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1296,6 +1406,12 @@ def check_layer_norm(cls):
         else:
             rebuild, ref = functools.partial(_build, name, cls, d_model, eps=eps), Reference(d_model, eps=eps)
         cand = rebuild()
+        default_eps = getattr(cand, "eps", None)
+        if eps is None and isinstance(default_eps, float) and default_eps != 1e-5:
+            raise ExerciseError(
+                f"Your {name}'s default eps is {default_eps:g}; the exercise's (and nn.LayerNorm's) is 1e-5. "
+                "Keep the __init__ the exercise gives: def __init__(self, d_model, eps=1e-5)."
+            )
         for path in ("weight", "bias"):
             _sub(name, cand, path, shape=(d_model,))
         _randomise(name, cand, ("weight", "bias"), seed)
@@ -1323,6 +1439,7 @@ def check_layer_norm(cls):
                                 "y = weight * (x - mean) / sqrt(var + eps) + bias, with mean and the "
                                 "biased variance over the last dimension.", case_hint, factor=2.0,
                                 fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx))
+        _module_gradients(name, cand, ref, ("weight", "bias"), cases[0][0], cases[0][1])
         # In float64, as after model.double(): the result must stay float64 (no .float() inside).
         cand.double().eval()
         x64 = x.double()
@@ -1400,7 +1517,7 @@ def check_feed_forward(cls):
         params_of_init = {}
     settings = [(8, 32, None, 31), (6, 10, None, 32)]
     if "activation" in params_of_init:
-        settings.append((8, 16, "relu", 33))
+        settings += [(8, 16, "relu", 33), (8, 16, "gelu", 34)]
     for d_model, d_ff, activation, seed in settings:
         if activation is None:
             rebuild, ref, act = functools.partial(_build, name, cls, d_model, d_ff), Reference(d_model, d_ff), "gelu"
@@ -1437,6 +1554,7 @@ def check_feed_forward(cls):
                                 random_hint="this FeedForward was built without dropout (the exercise's has "
                                             "none), so nothing in it may be random, even in train() mode.",
                                 fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx))
+        _module_gradients(name, cand, ref, paths, f"{cases[0][0]}, in eval() mode", cases[0][1])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1481,6 +1599,11 @@ def _block(x, r, mask, norm_first, kind="right"):
         return _block_one_residual(x, attn, ffn, n1, n2, norm_first, residual_ffn=False)
     if kind == "swap_ln":
         norm_first = not norm_first
+    if kind in ("attn_twice", "ffn_twice"):
+        attn = ffn = attn if kind == "attn_twice" else ffn
+    if kind == "post_no_norm2":  # post-LN that returns before the second norm
+        x = n1(x + attn(x))
+        return {"out": x + ffn(x)}
     if kind == "pre_out_norm":  # pre-LN with an extra norm around the block's output
         x = x + attn(n1(x))
         return {"out": n2(x + ffn(n2(x)))}
@@ -1542,6 +1665,12 @@ _BLOCK_MISTAKES = [
      "the sublayers are in the wrong order: attention comes first, then the feed-forward network."),
     ("no_mask",
      "the mask is not passed to the attention: call self.attn(..., mask)."),
+    ("post_no_norm2",
+     "the second LayerNorm is missing: in post-LN the block ends with x = norm2(x + ffn(x))."),
+    ("attn_twice",
+     "the attention sublayer is used twice: the second sublayer is the feed-forward network, self.ffn(...)."),
+    ("ffn_twice",
+     "the feed-forward network is used twice: the first sublayer is the attention, self.attn(..., mask)."),
     ("mask_inverted",
      "the mask is inverted before it reaches the attention. True already means 'may attend': pass "
      "it on as given, self.attn(..., mask)."),
@@ -1635,6 +1764,8 @@ def check_encoder_block(cls):
                                     "build the dropout layers from the dropout argument, nn.Dropout(dropout), "
                                     "not from a fixed rate.",
                         fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx, mask))
+            if not dropout:
+                _module_gradients(name, cand, ref, _BLOCK_PATHS, f"{cases[1][0]}, in eval() mode", x, pad)
             if dropout:
                 cand.train()
                 label_t = f"as {style}, dropout={dropout}, in train() mode"
@@ -1646,16 +1777,18 @@ def check_encoder_block(cls):
                         "happening during training.\nHint: apply dropout (self.dropout1, self.dropout2) "
                         "to each sublayer's output before adding it to the residual."
                     )
-                _check_dropout_place(name, cand, ref, label_t, x, pad)
+                _check_dropout_place(name, cand, ref, label_t, x, pad, dropout, norm_first)
 
 
-def _check_dropout_place(name, cand, ref, label, x, mask) -> None:
+def _check_dropout_place(name, cand, ref, label, x, mask, p: float, norm_first: bool) -> None:
     """Dropout belongs on each sublayer's output, and only there.
 
     With the weights of the sublayers' last layers (attn.w_o, ffn.w2) set to zero, a sublayer outputs
     just its last bias, whatever happens inside it. Keeping one bias and zeroing the other, a right
     block in train() is random only through that sublayer's dropout; with both zero it is not random
-    at all and equals the reference (x for pre-LN, norm2(norm1(x)) for post-LN).
+    at all and equals the reference (x for pre-LN, norm2(norm1(x)) for post-LN). In pre-LN the
+    output minus x is then the kept sublayer's dropped-out bias, which shows the rate: every kept
+    value is scaled by 1 / (1 - p).
     """
     def zero(path):
         for module in (cand, ref):
@@ -1677,6 +1810,18 @@ def _check_dropout_place(name, cand, ref, label, x, mask) -> None:
                 f"the sublayer returns, before the residual sum: x + self.{drop}(...) around it (post-LN: "
                 "inside the norm), not on the sublayer's input."
             )
+        if norm_first:
+            bias = _sub(name, cand, "attn.w_o.bias" if on is None else on).detach().double()
+            ratio = ((first.detach().double() - x.double()) / bias)[..., bias.abs() > 1e-2]
+            kept = ratio[ratio.abs() > 1e-6]
+            scale = 1.0 / (1.0 - p)
+            if kept.numel() and not torch.allclose(kept, torch.full_like(kept, scale), rtol=1e-3, atol=0.0):
+                raise ExerciseError(
+                    f"Your {name}'s dropout on the {sublayer} sublayer scales the values it keeps by "
+                    f"{float(kept.median()):.3g} {label}, but dropout={p} keeps each value with probability "
+                    f"1 - p and scales it by 1 / (1 - p) = {scale:.3g}.\nHint: apply self.{drop} once, built "
+                    "from the dropout argument; p is the probability to drop, not to keep."
+                )
     zero("ffn.w2.bias")
     got = _call_module(name, cand, label, x, mask)
     want = ref(x, mask)

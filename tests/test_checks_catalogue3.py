@@ -246,7 +246,7 @@ class MHANoT(MB):
 
 
 @wrong("mha-hardcoded-B-L", C_MHA, "view(2, 6, H, d_head) / reshape(2, 6, d_model): sizes from the example",
-       'take B and L from x.shape')
+       'Take B and L from x.shape')
 class MHAFixed(MB):
     def forward(self, x, mask=None):
         sp = lambda t: t.view(2, 6, self.n_heads, self.d_head).transpose(1, 2)  # noqa: E731
