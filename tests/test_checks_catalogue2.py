@@ -19,6 +19,8 @@ from torch import nn
 import encoder_course as ec
 from encoder_course import checks
 from catalogue import Catalogue, assert_named, assert_passes
+from catalogue import MHASkeleton as MB
+from catalogue import sdpa as _sdpa
 
 C_PE = checks.check_sinusoidal_positions
 C_SDPA = checks.check_scaled_dot_product_attention
@@ -104,14 +106,6 @@ def pe_sin_twice(L, d):
 
 # =============================================================================================
 # Attention
-
-
-def _sdpa(q, k, v, mask=None):
-    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    if mask is not None:
-        s = s.masked_fill(~mask, float("-inf"))
-    w = s.softmax(-1)
-    return w @ v, w
 
 
 @wrong("sdpa-scale-Lk", C_SDPA, "divides by sqrt(k.size(-2)) = sqrt(L_k)",
@@ -290,24 +284,6 @@ def cm_float(L):
 
 # =============================================================================================
 # Multi-head attention
-
-
-class MB(nn.Module):
-    def __init__(self, d_model, n_heads):
-        super().__init__()
-        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
-        self.w_q = nn.Linear(d_model, d_model)
-        self.w_k = nn.Linear(d_model, d_model)
-        self.w_v = nn.Linear(d_model, d_model)
-        self.w_o = nn.Linear(d_model, d_model)
-
-    def split(self, t):
-        B, L, D = t.shape
-        return t.view(B, L, self.n_heads, self.d_head).transpose(1, 2)
-
-    def merge(self, h):
-        B, H, L, dh = h.shape
-        return h.transpose(1, 2).reshape(B, L, H * dh)
 
 
 @wrong("mha-merge-dh-H", C_MHA, "merge: permute(0,2,3,1).reshape -> (B,L,d_head,H) order",

@@ -20,7 +20,11 @@ from torch import nn
 
 import encoder_course as ec
 from encoder_course import checks
+from catalogue import BlockSkeleton as BB
 from catalogue import Catalogue, assert_named, assert_passes
+from catalogue import FeedForwardSkeleton as FB
+from catalogue import MHASkeleton as MB
+from catalogue import sdpa as _sdpa
 
 C_PE = checks.check_sinusoidal_positions
 C_SDPA = checks.check_scaled_dot_product_attention
@@ -48,14 +52,6 @@ def _fill(L, d, freq, pos=None, halves=False):
     else:
         pe[:, 0::2], pe[:, 1::2] = torch.sin(pos / freq), torch.cos(pos / freq)
     return pe
-
-
-def _sdpa(q, k, v, mask=None):
-    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    if mask is not None:
-        s = s.masked_fill(~mask, float("-inf"))
-    w = s.softmax(-1)
-    return w @ v, w
 
 
 # =============================================================================================
@@ -293,31 +289,6 @@ def cm_eye(L):
 # Multi-head attention: wrong (the notebook's __init__)
 
 
-class MB(nn.Module):
-    def __init__(self, d_model, n_heads):
-        super().__init__()
-        if d_model % n_heads:
-            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
-        self.d_model = d_model
-        self.n_heads = n_heads
-        self.d_head = d_model // n_heads
-        self.w_q = nn.Linear(d_model, d_model)
-        self.w_k = nn.Linear(d_model, d_model)
-        self.w_v = nn.Linear(d_model, d_model)
-        self.w_o = nn.Linear(d_model, d_model)
-
-    def split(self, t):
-        B, L, D = t.shape
-        return t.view(B, L, self.n_heads, self.d_head).transpose(1, 2)
-
-    def merge(self, h):
-        B, H, L, dh = h.shape
-        return h.transpose(1, 2).reshape(B, L, H * dh)
-
-    def qkv(self, x):
-        return self.split(self.w_q(x)), self.split(self.w_k(x)), self.split(self.w_v(x))
-
-
 @wrong("mha-h1-skips-w_o", C_MHA, "`if self.n_heads == 1: return attention(x)` shortcut without w_o (only n_heads=1)",
        "output projection")
 class MHAH1(MB):
@@ -499,19 +470,6 @@ class LNEps2(LB):
 # FeedForward: wrong (the notebook's __init__)
 
 
-class FB(nn.Module):
-    def __init__(self, d_model, d_ff, activation="gelu"):
-        super().__init__()
-        if activation not in ("gelu", "relu"):
-            raise ValueError(f"activation must be 'gelu' or 'relu', got {activation!r}")
-        self.activation = activation
-        self.w1 = nn.Linear(d_model, d_ff)
-        self.w2 = nn.Linear(d_ff, d_model)
-
-    def act(self, h):
-        return F.relu(h) if self.activation == "relu" else F.gelu(h)
-
-
 @wrong("ff-w1-twice", C_FF, "self.w2(act(self.w1(self.w1(x)))): w1 applied twice",
        "apply w1 first")
 class FFW1Twice(FB):
@@ -590,18 +548,6 @@ class FFNoGrad(FB):
 
 # =============================================================================================
 # EncoderBlock: wrong (the notebook's __init__)
-
-
-class BB(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False, activation="gelu", eps=1e-5):
-        super().__init__()
-        self.norm_first = norm_first
-        self.attn = ec.MultiHeadAttention(d_model, n_heads, dropout=dropout)
-        self.ffn = ec.FeedForward(d_model, d_ff, activation=activation, dropout=dropout)
-        self.norm1 = ec.LayerNorm(d_model, eps=eps)
-        self.norm2 = ec.LayerNorm(d_model, eps=eps)
-        self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
 
 
 @wrong("blk-ffn-twice-no-attn", C_BLK, "self.ffn used for both sublayers (attention never called)",
