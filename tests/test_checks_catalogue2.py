@@ -18,7 +18,7 @@ from torch import nn
 
 import encoder_course as ec
 from encoder_course import checks
-from catalogue import Catalogue, assert_named, assert_passes
+from catalogue import BlockSkeleton, Catalogue, assert_named, assert_passes
 from catalogue import MHASkeleton as MB
 from catalogue import sdpa as _sdpa
 
@@ -570,18 +570,10 @@ class FFSwap(FB):
 # Encoder block
 
 
-class BB(nn.Module):
+class BB(BlockSkeleton):
     def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False, activation="gelu", eps=1e-5):
-        super().__init__()
-        self.norm_first = norm_first
-        self.attn = ec.MultiHeadAttention(d_model, n_heads, dropout=dropout)
-        self.ffn = ec.FeedForward(d_model, d_ff, activation=activation, dropout=dropout)
-        self.norm1 = ec.LayerNorm(d_model, eps=eps)
-        self.norm2 = ec.LayerNorm(d_model, eps=eps)
-        self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
-        self.p = dropout
-
+        super().__init__(d_model, n_heads, d_ff, dropout, norm_first, activation, eps)
+        self.p = dropout  # for the candidates that call F.dropout themselves
 
 @wrong("blk-no-res-ffn", C_BLK, "residual missing around the FFN only",
        'around the feed-forward sublayer is missing')
