@@ -178,7 +178,6 @@ class Embeddings(nn.Module):
             x = self.norm(x)
         return self.dropout(x)
 
-
     def _check_token_types(self, token_type_ids, token_ids: torch.Tensor) -> None:
         require_tensor("token_type_ids", token_type_ids)
         if token_type_ids.is_floating_point() or token_type_ids.dtype == torch.bool:
