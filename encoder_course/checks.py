@@ -1053,9 +1053,7 @@ def _check_gradients(name, label, cand_fn, ref_fn, inputs: dict, cand_params=Non
     _, want = _gradients(ref_fn, inputs, ref_params, seed=99)
     try:
         _, got = _gradients(cand_fn, inputs, cand_params, seed=99)
-    except ExerciseError:
-        raise
-    except RuntimeError as exc:
+    except RuntimeError as exc:  # raised by backward (the learner's own errors come as ExerciseError)
         raise ExerciseError(
             f"Backpropagating through your {name} fails {label}: {exc}\nHint: an in-place operation (x += ..., "
             "masked_fill_, relu_) changed a tensor that autograd still needed; write it out of place "
@@ -1063,22 +1061,22 @@ def _check_gradients(name, label, cand_fn, ref_fn, inputs: dict, cand_params=Non
         ) from exc
     if got is None:
         return  # the output checks have already said what is wrong
-    where = [key for key in want if want[key] is not None and (got.get(key) is None or not torch.any(got[key]))]
-    if not got or where:
-        what = "no gradient at all" if not got else "no gradient for " + ", ".join(f"`{w}`" for w in where)
+    # One scale for all: a gradient that is zero in theory (the key projection's bias, whose shift
+    # the softmax ignores) is rounding noise, and is judged against the others' size.
+    want = {key: g for key, g in want.items() if g is not None}
+    scale = max((float(g.abs().max()) for g in want.values() if g.numel()), default=0.0)
+    got = {key: (got.get(key) if got.get(key) is not None else torch.zeros_like(g)) for key, g in want.items()}
+    cut = [key for key, g in want.items() if float(g.abs().max()) > 1e-3 * scale and not torch.any(got[key])]
+    if cut:
+        what = "no gradient for " + ", ".join(f"`{key}`" for key in cut)
         raise ExerciseError(
             f"Your {name} gives the right numbers but cuts the gradient {label}: {what} comes back, so "
             "training could not learn through it.\nHint: no torch.no_grad(), .detach(), .data or .item() "
             "inside; keep every step a torch operation on the tensors you were given."
         )
-    # One scale for all: a gradient that is zero in theory (the key projection's bias, whose shift
-    # the softmax ignores) is rounding noise, and is judged against the others' size.
-    scale = max(float(g.detach().abs().max()) for g in want.values() if g is not None and g.numel())
     for key, ref_grad in want.items():
-        if ref_grad is None:
-            continue
         error = (got[key].detach().double() - ref_grad.detach().double()).abs()
-        if got[key].shape != ref_grad.shape or bool((error > 1e-4 * scale + 1e-3 * ref_grad.detach().abs()).any()):
+        if got[key].shape != ref_grad.shape or bool((error > 1e-4 * scale + 1e-3 * ref_grad.abs()).any()):
             raise ExerciseError(
                 f"Your {name} gives the right numbers but the wrong gradient for `{key}` {label}: "
                 f"{_where_differs(got[key], ref_grad)}.\nHint: something inside is taken out of the gradient "
