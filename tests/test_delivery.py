@@ -58,3 +58,14 @@ def test_readme_maps_every_notebook_with_badges():
         assert f"notebooks/{path.name}" in readme, f"README's course map misses {path.name}"
         assert f"colab.research.google.com/github/{REPO_SLUG}/blob/main/notebooks/{path.name}" in readme
     assert "mybinder.org/v2/gh/" + REPO_SLUG in readme
+
+
+def test_readme_counts_the_checker_catalogues():
+    """README's figures for the catalogues stay equal to what the catalogues hold."""
+    import importlib
+
+    modules = [importlib.import_module(name) for name in
+               ("test_checks", "test_checks_catalogue2", "test_checks_catalogue3", "test_checks_catalogue4")]
+    wrong, right = sum(len(m.WRONG) for m in modules), sum(len(m.RIGHT) for m in modules)
+    readme = (ROOT / "README.md").read_text()
+    assert f"{wrong} wrong answers, each to be named, and {right} right ones" in readme, (wrong, right)
