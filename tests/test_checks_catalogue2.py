@@ -179,7 +179,7 @@ def sdpa_logsm(q, k, v, mask=None):
 
 
 @wrong("sdpa-dropout-always", C_SDPA, "F.dropout(w, 0.1) (training=True by default): random output",
-       'draws random numbers')
+       'Something random is inside')
 def sdpa_dropout(q, k, v, mask=None):
     out, w = _sdpa(q, k, v, mask)
     w = F.dropout(w, 0.1)

@@ -127,7 +127,7 @@ def sdpa_bmm(q, k, v, mask=None):
 
 
 @wrong("sdpa-seeded-dropout", C_SDPA, "torch.manual_seed(0); F.dropout(w, 0.1): dropout that repeats itself",
-       'draws random numbers')
+       'Something random is inside')
 def sdpa_seeded_dropout(q, k, v, mask=None):
     _, w = _sdpa(q, k, v, mask)
     torch.manual_seed(0)
