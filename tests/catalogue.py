@@ -39,6 +39,27 @@ class Catalogue:
         return pytest.mark.parametrize("checker, candidate", [(r[1], r[2]) for r in self.right],
                                        ids=[r[0] for r in self.right])
 
+    def tests(self, wrong: int, right: int):
+        """The three tests of a catalogue file: its size, each wrong answer named, each right one passing.
+
+        Use as ``test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes =
+        CATALOGUE.tests(...)`` so pytest collects them from the catalogue's own file.
+        """
+        def test_catalogue_sizes():
+            self.assert_sizes(wrong, right)
+
+        @pytest.mark.filterwarnings("ignore")
+        @self.wrong_params()
+        def test_wrong_answer_is_named(checker, candidate, words, capsys):
+            assert_named(checker, candidate, words, capsys)
+
+        @pytest.mark.filterwarnings("ignore")
+        @self.right_params()
+        def test_right_answer_passes(checker, candidate, capsys):
+            assert_passes(checker, candidate, capsys)
+
+        return test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes
+
     def assert_sizes(self, wrong: int, right: int):
         assert len(self.wrong) >= wrong and len(self.right) >= right
         ids = [w[0] for w in self.wrong] + [r[0] for r in self.right]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
 import torch
 import torch.nn.functional as F
 from einops import rearrange
@@ -18,7 +17,7 @@ from torch import nn
 
 import encoder_course as ec
 from encoder_course import checks
-from catalogue import BlockSkeleton, Catalogue, assert_named, assert_passes
+from catalogue import BlockSkeleton, Catalogue
 from catalogue import MHASkeleton as MB
 from catalogue import sdpa as _sdpa
 
@@ -1116,17 +1115,4 @@ class MHAR6(MB):
         return self.w_o(self.merge(torch.softmax(s, dim=-1) @ v))
 
 
-def test_catalogue_sizes():
-    CATALOGUE.assert_sizes(70, 30)
-
-
-@pytest.mark.filterwarnings("ignore")
-@CATALOGUE.wrong_params()
-def test_wrong_answer_is_named(checker, candidate, words, capsys):
-    assert_named(checker, candidate, words, capsys)
-
-
-@pytest.mark.filterwarnings("ignore")
-@CATALOGUE.right_params()
-def test_right_answer_passes(checker, candidate, capsys):
-    assert_passes(checker, candidate, capsys)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(70, 30)

@@ -13,14 +13,13 @@ from __future__ import annotations
 import functools
 import math
 
-import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from encoder_course import checks
 from catalogue import BlockSkeleton as BB
-from catalogue import Catalogue, assert_named, assert_passes
+from catalogue import Catalogue
 from catalogue import FeedForwardSkeleton as FB
 from catalogue import MHASkeleton as MB
 from catalogue import sdpa as _sdpa
@@ -896,17 +895,4 @@ class MHAScaleBuf(MB):
         return self.w_o(self.merge(s.softmax(-1) @ v))
 
 
-def test_catalogue_sizes():
-    CATALOGUE.assert_sizes(45, 25)
-
-
-@pytest.mark.filterwarnings("ignore")
-@CATALOGUE.wrong_params()
-def test_wrong_answer_is_named(checker, candidate, words, capsys):
-    assert_named(checker, candidate, words, capsys)
-
-
-@pytest.mark.filterwarnings("ignore")
-@CATALOGUE.right_params()
-def test_right_answer_passes(checker, candidate, capsys):
-    assert_passes(checker, candidate, capsys)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(45, 25)
