@@ -1,8 +1,16 @@
-"""Input checks shared by the modules: clear errors that say what was expected and what came."""
+"""Every input check of the package, once: clear errors that say what was expected and what came.
+
+Each model ``forward`` guards its inputs with single calls into this module, so the model code reads
+like its equations and every check is written, and tested, in one place.
+"""
 
 from __future__ import annotations
 
+import math
+
 import torch
+
+HALF_DTYPES = (torch.float16, torch.bfloat16)
 
 
 def shape_str(t: torch.Tensor) -> str:
@@ -18,6 +26,15 @@ def require_tensor(name: str, value, *, floating: bool = False) -> None:
         raise TypeError(f"{name} must be a floating-point tensor, got dtype {value.dtype}")
 
 
+def require_int(name: str, value) -> None:
+    """Raise ``TypeError`` unless ``value`` is a Python int (or an integer 0-d tensor); bools are refused."""
+    if isinstance(value, torch.Tensor) and value.dim() == 0 and not value.is_floating_point() \
+            and value.dtype != torch.bool:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})")
+
+
 def require_positive_int(name: str, value) -> None:
     """Raise unless ``value`` is an int greater than zero."""
     if isinstance(value, bool) or not isinstance(value, int):
@@ -26,17 +43,100 @@ def require_positive_int(name: str, value) -> None:
         raise ValueError(f"{name} must be a positive int, got {value}")
 
 
+def require_positive_number(name: str, value) -> None:
+    """Raise unless ``value`` is a finite number greater than zero (an epsilon, a base)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} ({value!r})")
+    if not 0 < value < math.inf:
+        raise ValueError(f"{name} must be a positive finite number, got {value}")
+
+
+def require_probability(name: str, value) -> None:
+    """Raise unless ``value`` is a number in ``[0, 1)`` (a dropout rate)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} ({value!r})")
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{name} must be in [0, 1), got {value}")
+
+
+def require_divisible(d_model: int, n_heads: int) -> None:
+    """Raise unless the heads split ``d_model`` evenly."""
+    require_positive_int("d_model", d_model)
+    require_positive_int("n_heads", n_heads)
+    if d_model % n_heads:
+        raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+
+
+def require_rank(name: str, x: torch.Tensor, rank: int, layout: str) -> None:
+    """Raise unless ``x`` is a floating-point tensor with ``rank`` dimensions laid out as ``layout``."""
+    require_tensor(name, x, floating=True)
+    if x.dim() != rank:
+        raise ValueError(f"{name} must have {rank} dimensions {layout}, got shape {shape_str(x)}")
+
+
 def require_width(name: str, x: torch.Tensor, d_model: int) -> None:
     """Raise unless ``x`` is a float tensor of rank 3 ``(B, L, d_model)``."""
-    require_tensor(name, x, floating=True)
-    if x.dim() != 3:
-        raise ValueError(
-            f"{name} must have 3 dimensions (B, L, d_model={d_model}), got shape {shape_str(x)}"
-        )
+    require_rank(name, x, 3, f"(B, L, d_model={d_model})")
     if x.shape[-1] != d_model:
+        raise ValueError(f"{name} last dimension must be d_model ({d_model}), got shape {shape_str(x)}")
+
+
+def require_last_dim(name: str, x: torch.Tensor, size: int) -> None:
+    """Raise unless ``x`` is a float tensor whose last dimension is ``size`` (any rank from 1)."""
+    require_tensor(name, x, floating=True)
+    if x.dim() == 0 or x.shape[-1] != size:
+        raise ValueError(f"{name} last dimension must be d_model ({size}), got shape {shape_str(x)}")
+
+
+def require_length(length: int, max_len: int) -> None:
+    """Raise unless a sequence of ``length`` positions fits a position table of ``max_len`` rows."""
+    if length > max_len:
+        raise ValueError(f"sequence length {length} is longer than the position table (max_len {max_len})")
+
+
+def require_token_ids(name: str, ids, vocab_size: int | None = None) -> None:
+    """Raise unless ``ids`` is an integer ``(B, L)`` tensor, with values in ``[0, vocab_size)`` if given."""
+    require_tensor(name, ids)
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(f"{name} must be an integer tensor, got dtype {ids.dtype}")
+    if ids.dim() != 2:
+        raise ValueError(f"{name} must have shape (B, L), got {shape_str(ids)}")
+    if vocab_size is not None and ids.numel() and (ids.min() < 0 or ids.max() >= vocab_size):
+        raise ValueError(f"{name} must be in [0, {vocab_size}), got values from {int(ids.min())} "
+                         f"to {int(ids.max())}")
+
+
+def require_same_shape(name: str, value: torch.Tensor, other_name: str, other: torch.Tensor) -> None:
+    """Raise unless two tensors have the same shape."""
+    if value.shape != other.shape:
+        raise ValueError(f"{name} must have the shape of {other_name} {shape_str(other)}, got {shape_str(value)}")
+
+
+def require_qkv(q, k, v) -> None:
+    """Raise unless q, k, v are float tensors ``(..., L_q, d_k)``, ``(..., L_k, d_k)``, ``(..., L_k, d_v)``."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        require_tensor(name, t, floating=True)
+        if t.dim() < 2:
+            raise ValueError(f"{name} must have at least 2 dimensions (..., L, d), got {shape_str(t)}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must share their last dimension d_k: q {shape_str(q)}, k {shape_str(k)}")
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"q, k and v must share one dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k and v must have the same number of positions L_k: k {shape_str(k)}, v {shape_str(v)}")
+    try:
+        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
         raise ValueError(
-            f"{name} last dimension must be d_model ({d_model}), got shape {shape_str(x)}"
-        )
+            f"the leading (batch, head) dimensions of q {shape_str(q)}, k {shape_str(k)} and "
+            f"v {shape_str(v)} do not broadcast"
+        ) from None
+
+
+def scores_shape(q: torch.Tensor, k: torch.Tensor) -> tuple[int, ...]:
+    """The shape ``(..., L_q, L_k)`` of the scores of ``q`` against ``k``."""
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    return (*batch, q.shape[-2], k.shape[-2])
 
 
 def check_mask(mask, target_shape: tuple[int, ...]) -> None:
@@ -61,3 +161,82 @@ def check_mask(mask, target_shape: tuple[int, ...]) -> None:
         raise ValueError(
             f"mask of shape {shape_str(mask)} is not broadcastable to the scores' shape {target}{hint}"
         )
+
+
+def encoder_mask(mask, batch: int, n_heads: int, length: int):
+    """An encoder's mask, checked: a ``(B, L)`` padding mask becomes ``(B, 1, 1, L)``; others must broadcast.
+
+    A 2-D bool mask is read as a padding mask (True = real token), as Hugging Face's
+    ``attention_mask``. A mask over (query, key) pairs, such as ``causal_mask(L)``, must come with its
+    batch and head axes, ``mask[None, None]``. When ``B == L`` a 2-D mask could be either, so it is refused.
+    """
+    if mask is None:
+        return None
+    if isinstance(mask, torch.Tensor) and mask.dim() == 2 and mask.dtype == torch.bool:
+        if tuple(mask.shape) != (batch, length):
+            raise ValueError(
+                f"a 2-D mask must be a (B, L) padding mask, shape ({batch}, {length}), got "
+                f"{shape_str(mask)}; give an (L, L) mask such as causal_mask(L) as mask[None, None]"
+            )
+        if batch == length:
+            raise ValueError(
+                f"a 2-D mask of shape {shape_str(mask)} is ambiguous when the batch size equals the "
+                "sequence length: give a padding mask as (B, 1, 1, L), e.g. padding_mask(token_ids, pad_id), "
+                "or a (query, key) mask such as causal_mask(L) as mask[None, None]"
+            )
+        mask = mask[:, None, None, :]  # (B, 1, 1, L)
+    check_mask(mask, (batch, n_heads, length, length))
+    return mask
+
+
+def require_pooling_inputs(hidden, mask) -> None:
+    """Raise unless ``hidden`` is ``(B, L, d)`` and ``mask`` is a bool ``(B, L)`` or ``(B, 1, 1, L)`` mask."""
+    require_rank("hidden", hidden, 3, "(B, L, d)")
+    if mask is None:
+        return
+    require_tensor("mask", mask)
+    if mask.dtype != torch.bool:
+        raise TypeError(f"mask must have dtype torch.bool (True = real token), got {mask.dtype}")
+    batch, length = hidden.shape[:2]
+    if tuple(mask.shape) not in ((batch, length), (batch, 1, 1, length)):
+        raise ValueError(f"mask must have shape (B, L) = ({batch}, {length}) or (B, 1, 1, L) = "
+                         f"({batch}, 1, 1, {length}), got {shape_str(mask)}")
+
+
+def require_seed(seed) -> None:
+    """Raise unless ``seed`` is an int that torch accepts (``0 <= seed < 2**64``)."""
+    require_int("seed", seed)
+    if not 0 <= int(seed) < 2**64:
+        raise ValueError(f"seed must be an int in [0, 2**64), got {seed}")
+
+
+def require_instance(name: str, value, cls: type) -> None:
+    """Raise ``TypeError`` unless ``value`` is an instance of ``cls``."""
+    if not isinstance(value, cls):
+        article = "an" if cls.__name__[:1] in "AEIOU" else "a"
+        raise TypeError(f"{name} must be {article} {cls.__name__}, got {type(value).__name__}")
+
+
+def require_token_loss_inputs(logits, labels, mask) -> None:
+    """Raise unless ``logits`` ``(B, L, C)``, integer ``labels`` and bool ``mask`` ``(B, L)`` fit, with a real token.
+
+    The labels of real tokens must be classes ``0..C-1``; those of padding positions are not read.
+    """
+    require_rank("logits", logits, 3, "(B, L, C)")
+    require_tensor("labels", labels)
+    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+        raise TypeError(f"labels must be an integer tensor, got dtype {labels.dtype}")
+    require_tensor("mask", mask)
+    if mask.dtype != torch.bool:
+        raise TypeError(f"mask must have dtype torch.bool (True = real token), got {mask.dtype}")
+    expected = tuple(logits.shape[:2])
+    for name, t in (("labels", labels), ("mask", mask)):
+        if tuple(t.shape) != expected:
+            raise ValueError(f"{name} must have shape (B, L) = {expected} like logits {shape_str(logits)}, "
+                             f"got {shape_str(t)}")
+    if not mask.any():
+        raise ValueError("mask has no real token (every position is padding): the mean over none is undefined")
+    real = labels[mask]
+    if real.min() < 0 or real.max() >= logits.shape[-1]:
+        raise ValueError(f"labels of real tokens must be classes in [0, {logits.shape[-1]}), got values from "
+                         f"{int(real.min())} to {int(real.max())}")

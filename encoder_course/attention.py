@@ -12,36 +12,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._validate import check_mask, require_tensor, shape_str
-
-
-def _check_qkv(q, k, v) -> None:
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        require_tensor(name, t, floating=True)
-        if t.dim() < 2:
-            raise ValueError(f"{name} must have at least 2 dimensions (..., L, d), got {shape_str(t)}")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q and k must share their last dimension d_k: q {shape_str(q)}, k {shape_str(k)}"
-        )
-    if not q.dtype == k.dtype == v.dtype:
-        raise TypeError(f"q, k and v must share one dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k and v must have the same number of positions L_k: k {shape_str(k)}, v {shape_str(v)}"
-        )
-    try:
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except RuntimeError:
-        raise ValueError(
-            f"the leading (batch, head) dimensions of q {shape_str(q)}, k {shape_str(k)} and "
-            f"v {shape_str(v)} do not broadcast"
-        ) from None
-
-
-def _scores_shape(q: torch.Tensor, k: torch.Tensor) -> tuple[int, ...]:
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
-    return (*batch, q.shape[-2], k.shape[-2])
+from ._validate import HALF_DTYPES, check_mask, require_probability, require_qkv, scores_shape
 
 
 def scaled_dot_product_attention(
@@ -62,13 +33,17 @@ def scaled_dot_product_attention(
         q ``(..., L_q, d_k)``, k ``(..., L_k, d_k)``, v ``(..., L_k, d_v)``;
         returns ``out`` ``(..., L_q, d_v)`` and ``weights`` ``(..., L_q, L_k)``.
     """
-    _check_qkv(q, k, v)
-    d_k = q.shape[-1]
-    # Scale q before the product, not the scores after it: the same numbers, but in float16 a large
-    # q.k (above 65504) would overflow to inf before the division could bring it back in range.
-    scores = (q / math.sqrt(d_k)) @ k.transpose(-2, -1)  # (..., L_q, L_k)
+    require_qkv(q, k, v)
     if mask is not None:
-        check_mask(mask, _scores_shape(q, k))
+        check_mask(mask, scores_shape(q, k))
+    # float16 tops out at 65504, so a q.k of large vectors overflows to inf and the softmax gives NaN:
+    # take the scores and the softmax in float32 for half-precision inputs, as the fused kernels do.
+    if q.dtype in HALF_DTYPES:
+        out, weights = scaled_dot_product_attention(q.float(), k.float(), v.float(), mask)
+        return out.to(q.dtype), weights.to(q.dtype)
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., L_q, L_k)
+    if mask is not None:
         # -inf makes the softmax give exactly zero weight to masked keys.
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = torch.softmax(scores, dim=-1)  # (..., L_q, L_k), each row sums to 1
@@ -93,9 +68,10 @@ def fast_attention(
     Shape:
         as :func:`scaled_dot_product_attention`; returns ``(..., L_q, d_v)``.
     """
-    _check_qkv(q, k, v)
+    require_qkv(q, k, v)
+    require_probability("dropout_p", dropout_p)
     if mask is not None:
-        check_mask(mask, _scores_shape(q, k))
+        check_mask(mask, scores_shape(q, k))
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # (..., L_q, d_v)
     if mask is not None:
         # Some kernels return NaN for a row with no allowed key; make it zero on every backend.

@@ -16,7 +16,8 @@ import torch
 from torch import nn
 
 from .block import EncoderBlock
-from .cost import time_fn
+from .interop import to_torch_encoder
+from .timing import time_fn
 
 BERT_BASE = {"d_model": 768, "n_heads": 12, "d_ff": 3072, "n_layers": 12, "eps": 1e-12}
 SHAPES = ((8, 128), (1, 512))
@@ -40,23 +41,7 @@ def build_stacks(d_model=768, n_heads=12, d_ff=3072, n_layers=12, eps=1e-12, see
             for norm in (block.norm1, block.norm2):
                 norm.weight.uniform_(0.5, 1.5)
                 norm.bias.uniform_(-0.1, 0.1)
-    layer = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout=0.1, activation="gelu",
-                                       layer_norm_eps=eps, batch_first=True, norm_first=False)
-    theirs = nn.TransformerEncoder(layer, n_layers, enable_nested_tensor=False).eval()
-    with torch.no_grad():
-        for ours, t in zip(blocks, theirs.layers):
-            a = ours.attn
-            t.self_attn.in_proj_weight.copy_(torch.cat([a.w_q.weight, a.w_k.weight, a.w_v.weight]))
-            t.self_attn.in_proj_bias.copy_(torch.cat([a.w_q.bias, a.w_k.bias, a.w_v.bias]))
-            t.self_attn.out_proj.weight.copy_(a.w_o.weight)
-            t.self_attn.out_proj.bias.copy_(a.w_o.bias)
-            t.linear1.weight.copy_(ours.ffn.w1.weight)
-            t.linear1.bias.copy_(ours.ffn.w1.bias)
-            t.linear2.weight.copy_(ours.ffn.w2.weight)
-            t.linear2.bias.copy_(ours.ffn.w2.bias)
-            for mine, theirs_norm in ((ours.norm1, t.norm1), (ours.norm2, t.norm2)):
-                theirs_norm.weight.copy_(mine.weight)
-                theirs_norm.bias.copy_(mine.bias)
+    theirs = to_torch_encoder(blocks).eval()
     return blocks, theirs
 
 
@@ -92,11 +77,11 @@ def benchmark(shapes=SHAPES, warmup: int = 2, repeats: int = 7, threads: int | N
             # Interleave the three so that a slow spell on a shared machine hits all of them.
             times = {"torch": [], "ours_fast": [], "ours_naive": []}
             calls = {
-                "torch": lambda: theirs(x),
-                "ours_fast": lambda: run_stack(blocks, x, fast=True),
-                "ours_naive": lambda: run_stack(blocks, x, fast=False),
+                "torch": lambda x=x: theirs(x),
+                "ours_fast": lambda x=x: run_stack(blocks, x, fast=True),
+                "ours_naive": lambda x=x: run_stack(blocks, x, fast=False),
             }
-            for name, call in calls.items():
+            for call in calls.values():
                 time_fn(call, warmup=warmup, repeats=1)
             for _ in range(repeats):
                 for name, call in calls.items():

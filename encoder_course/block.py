@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._validate import require_positive_int
+from ._validate import require_probability
 from .feed_forward import FeedForward
 from .layer_norm import LayerNorm
 from .multi_head import MultiHeadAttention
@@ -56,7 +56,7 @@ class EncoderBlock(nn.Module):
         fast: bool = True,
     ):
         super().__init__()
-        require_positive_int("d_ff", d_ff)
+        require_probability("dropout", dropout)
         self.norm_first = bool(norm_first)
         self.attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, fast=fast)
         self.ffn = FeedForward(d_model, d_ff, activation=activation, dropout=dropout)
@@ -65,19 +65,16 @@ class EncoderBlock(nn.Module):
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, return_weights: bool = False):
-        """Run the layer; with ``return_weights`` also return the attention weights ``(B, H, L, L)``."""
-        weights = None
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Run the layer: attention, then the feed-forward network, each with its residual and norm."""
         if self.norm_first:
-            a = self.attn(self.norm1(x), mask, return_weights=return_weights)
-            if return_weights:
-                a, weights = a
-            x = x + self.dropout1(a)  # (B, L, d_model)
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))  # (B, L, d_model)
             x = x + self.dropout2(self.ffn(self.norm2(x)))  # (B, L, d_model)
         else:
-            a = self.attn(x, mask, return_weights=return_weights)
-            if return_weights:
-                a, weights = a
-            x = self.norm1(x + self.dropout1(a))  # (B, L, d_model)
+            x = self.norm1(x + self.dropout1(self.attn(x, mask)))  # (B, L, d_model)
             x = self.norm2(x + self.dropout2(self.ffn(x)))  # (B, L, d_model)
-        return (x, weights) if return_weights else x
+        return x
+
+    def attention_weights(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The weights ``(B, H, L, L)`` of this layer's attention for the input ``x`` (for plots)."""
+        return self.attn.attention_weights(self.norm1(x) if self.norm_first else x, mask)

@@ -1,9 +1,10 @@
-"""Parameter counts, broken down by what the parameters do."""
+"""Parameter counts, broken down by what the parameters do: counted on a model, or from its configuration."""
 
 from __future__ import annotations
 
 from torch import nn
 
+from ._validate import require_instance
 from .feed_forward import FeedForward
 from .layer_norm import LayerNorm
 from .multi_head import MultiHeadAttention
@@ -50,3 +51,47 @@ def count_parameters(model: nn.Module) -> dict[str, int]:
         counts[owner.get(id(p), "other")] += p.numel()
     counts["total"] = sum(counts[c] for c in CATEGORIES)
     return counts
+
+
+def analytic_parameter_counts(config) -> dict[str, int]:
+    """Count an encoder's parameters from its configuration alone, with the formulas per component (notebook 08).
+
+    Equal to ``count_parameters(Encoder(config))`` without building the model.
+
+    Args:
+        config: an :class:`~encoder_course.EncoderConfig`.
+
+    Returns:
+        a dict with the keys ``embeddings, attention, feed_forward, norms, other, total``.
+    """
+    d, d_ff, n = config.d_model, config.d_ff, config.n_layers
+    embeddings = config.vocab_size * d  # the token table
+    if config.positions == "learned":
+        embeddings += config.max_len * d  # the position table (sinusoids have no parameters)
+    embeddings += config.type_vocab_size * d  # token types (segments)
+    if config.embedding_norm:
+        embeddings += 2 * d  # gamma and beta
+    attention = n * 4 * (d * d + d)  # w_q, w_k, w_v, w_o with biases
+    ffn_per_layer = d * d_ff + d_ff + d_ff * d + d  # w1 and w2 with biases
+    if config.activation == "swiglu":
+        ffn_per_layer += d * d_ff + d_ff  # the gate w3
+    norms = n * 2 * 2 * d + (2 * d if config.norm_first else 0)  # two per layer (+ the final one)
+    counts = {"embeddings": embeddings, "attention": attention, "feed_forward": n * ffn_per_layer,
+              "norms": norms, "other": 0}
+    counts["total"] = sum(counts.values())
+    return counts
+
+
+def parameter_count(config) -> int:
+    """The number of parameters of ``Encoder(config)``, from the configuration alone (notebook 08's exercise).
+
+    Args:
+        config: an :class:`~encoder_course.EncoderConfig`.
+
+    Returns:
+        the total that :func:`count_parameters` finds on the built model, without building it.
+    """
+    from .encoder import EncoderConfig
+
+    require_instance("config", config, EncoderConfig)
+    return analytic_parameter_counts(config)["total"]

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validate import require_positive_int, require_width
+from ._validate import require_positive_int, require_probability, require_width
 
 ACTIVATIONS = ("relu", "gelu", "swiglu")
 
@@ -35,8 +35,7 @@ class FeedForward(nn.Module):
         require_positive_int("d_ff", d_ff)
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        require_probability("dropout", dropout)
         self.d_model, self.d_ff, self.activation = d_model, d_ff, activation
         self.w1 = nn.Linear(d_model, d_ff)
         self.w2 = nn.Linear(d_ff, d_model)

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validate import check_mask, require_positive_int, require_width
+from ._validate import check_mask, require_divisible, require_probability, require_rank, require_width
 from .attention import fast_attention, scaled_dot_product_attention
 
 
@@ -20,6 +20,8 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     Shape:
         ``(B, L, d_model)`` -> ``(B, H, L, d_head)``.
     """
+    require_rank("x", x, 3, "(B, L, d_model)")
+    require_divisible(x.shape[-1], n_heads)
     batch, length, d_model = x.shape
     x = x.view(batch, length, n_heads, d_model // n_heads)  # (B, L, H, d_head)
     return x.transpose(1, 2)  # (B, H, L, d_head)
@@ -31,6 +33,7 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     Shape:
         ``(B, H, L, d_head)`` -> ``(B, L, H * d_head)``.
     """
+    require_rank("x", x, 4, "(B, H, L, d_head)")
     batch, heads, length, d_head = x.shape
     x = x.transpose(1, 2)  # (B, L, H, d_head)
     return x.reshape(batch, length, heads * d_head)  # (B, L, d_model)
@@ -44,7 +47,6 @@ class MultiHeadAttention(nn.Module):
         n_heads: number of heads.
         dropout: dropout on the attention weights (training only).
         fast: use PyTorch's fused attention kernel (True) or the step-by-step path (False).
-            ``return_weights=True`` always uses the step-by-step path.
 
     Shape:
         ``x`` ``(B, L, d_model)``, ``mask`` bool broadcastable to ``(B, H, L, L)`` (True = may
@@ -53,12 +55,8 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, fast: bool = True):
         super().__init__()
-        require_positive_int("d_model", d_model)
-        require_positive_int("n_heads", n_heads)
-        if d_model % n_heads:
-            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        require_divisible(d_model, n_heads)
+        require_probability("dropout", dropout)
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.dropout, self.fast = dropout, fast
         self.w_q = nn.Linear(d_model, d_model)
@@ -66,27 +64,33 @@ class MultiHeadAttention(nn.Module):
         self.w_v = nn.Linear(d_model, d_model)
         self.w_o = nn.Linear(d_model, d_model)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, return_weights: bool = False):
-        """Attend from every position of ``x`` to every allowed position.
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Attend from every position of ``x`` to every allowed position."""
+        q, k, v = self._heads(x, mask)  # (B, H, L, d_head) each
+        p = self.dropout if self.training else 0.0
+        if self.fast:
+            heads = fast_attention(q, k, v, mask, dropout_p=p)  # (B, H, L, d_head)
+        else:
+            heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H, L, d_head), (B, H, L, L)
+            if p > 0.0:  # dropout on the weights: redo the weighted sum with the dropped weights
+                heads = F.dropout(weights, p) @ v  # (B, H, L, d_head)
+        return self.w_o(merge_heads(heads))  # (B, L, d_model)
 
-        Returns the output ``(B, L, d_model)``, or ``(output, weights)`` with weights
-        ``(B, H, L, L)`` when ``return_weights`` is True.
+    def attention_weights(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The attention weights of every head for ``x`` (without dropout), for plots.
+
+        Shape:
+            returns ``(B, H, L, L)``: one row per query, one column per key, rows summing to 1.
         """
+        q, k, v = self._heads(x, mask)
+        return scaled_dot_product_attention(q, k, v, mask)[1]  # (B, H, L, L)
+
+    def _heads(self, x: torch.Tensor, mask: torch.Tensor | None):
+        """Project ``x`` to queries, keys and values, each split into heads (and check the mask)."""
         require_width("x", x, self.d_model)
-        batch, length, _ = x.shape
         if mask is not None:
-            check_mask(mask, (batch, self.n_heads, length, length))
+            check_mask(mask, (x.shape[0], self.n_heads, x.shape[1], x.shape[1]))
         q = split_heads(self.w_q(x), self.n_heads)  # (B, H, L, d_head)
         k = split_heads(self.w_k(x), self.n_heads)  # (B, H, L, d_head)
         v = split_heads(self.w_v(x), self.n_heads)  # (B, H, L, d_head)
-        p = self.dropout if self.training else 0.0
-        if self.fast and not return_weights:
-            heads = fast_attention(q, k, v, mask, dropout_p=p)  # (B, H, L, d_head)
-            weights = None
-        else:
-            heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H, L, d_head), (B, H, L, L)
-            if p > 0.0:
-                # Dropout on the weights (training only): redo the weighted sum with the dropped weights.
-                heads = F.dropout(weights, p) @ v  # (B, H, L, d_head)
-        out = self.w_o(merge_heads(heads))  # (B, L, d_model)
-        return (out, weights) if return_weights else out
+        return q, k, v

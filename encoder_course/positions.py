@@ -7,12 +7,10 @@ same way. Adding a position vector to each token embedding makes order visible
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
-from ._validate import require_positive_int, require_width
+from ._validate import require_length, require_positive_int, require_positive_number, require_tensor, require_width
 
 
 def sinusoidal_positions(seq_len: int, d_model: int) -> torch.Tensor:
@@ -34,8 +32,7 @@ def sinusoidal_positions(seq_len: int, d_model: int) -> torch.Tensor:
         raise ValueError(f"d_model must be even for sin/cos pairs, got {d_model}")
     pos = torch.arange(seq_len, dtype=torch.float32).unsqueeze(1)  # (L, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (d_model/2,)
-    # 1 / 10000^(2i/d_model), computed in log space so large d_model stays accurate.
-    inv_freq = torch.exp(-math.log(10000.0) * two_i / d_model)  # (d_model/2,)
+    inv_freq = 10000.0 ** (-two_i / d_model)  # (d_model/2,): 1 / 10000^(2i/d_model)
     angles = pos * inv_freq  # (L, d_model/2)
     pe = torch.empty(seq_len, d_model, dtype=torch.float32)
     pe[:, 0::2] = torch.sin(angles)
@@ -61,12 +58,8 @@ class SinusoidalPositions(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         require_width("x", x, self.d_model)
-        length = x.shape[1]
-        if length > self.max_len:
-            raise ValueError(
-                f"sequence length {length} is longer than the position table (max_len {self.max_len})"
-            )
-        return x + self.table[:length].to(x.dtype)  # (B, L, d_model)
+        require_length(x.shape[1], self.max_len)
+        return x + self.table[: x.shape[1]].to(x.dtype)  # (B, L, d_model)
 
 
 class LearnedPositions(nn.Module):
@@ -82,17 +75,15 @@ class LearnedPositions(nn.Module):
 
     def __init__(self, max_len: int, d_model: int):
         super().__init__()
+        require_positive_int("max_len", max_len)
+        require_positive_int("d_model", d_model)
         self.max_len, self.d_model = max_len, d_model
         self.weight = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         require_width("x", x, self.d_model)
-        length = x.shape[1]
-        if length > self.max_len:
-            raise ValueError(
-                f"sequence length {length} is longer than the position table (max_len {self.max_len})"
-            )
-        return x + self.weight[:length]  # (B, L, d_model)
+        require_length(x.shape[1], self.max_len)
+        return x + self.weight[: x.shape[1]]  # (B, L, d_model)
 
 
 def rotate_pairs(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0) -> torch.Tensor:
@@ -109,12 +100,16 @@ def rotate_pairs(x: torch.Tensor, positions: torch.Tensor | None = None, base: f
     Shape:
         ``x`` ``(..., L, d)``; returns the same shape.
     """
-    d = x.shape[-1]
-    if d % 2:
-        raise ValueError(f"the last dimension must be even for rotary pairs, got {d}")
-    length = x.shape[-2]
+    require_tensor("x", x, floating=True)
+    require_positive_number("base", base)
+    if x.dim() < 2 or x.shape[-1] % 2:
+        raise ValueError(f"x must have shape (..., L, d) with an even d for rotary pairs, got {tuple(x.shape)}")
+    d, length = x.shape[-1], x.shape[-2]
     if positions is None:
         positions = torch.arange(length, device=x.device)
+    require_tensor("positions", positions)
+    if positions.shape != (length,):
+        raise ValueError(f"positions must have shape (L,) = ({length},), got {tuple(positions.shape)}")
     inv_freq = base ** (-torch.arange(0, d, 2, device=x.device, dtype=torch.float32) / d)  # (d/2,)
     angles = positions.to(torch.float32).unsqueeze(-1) * inv_freq  # (L, d/2)
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)

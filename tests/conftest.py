@@ -12,6 +12,7 @@ os.environ.setdefault("IPYTHONDIR", str(ROOT / "tests" / "ipython_profile"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ.setdefault("ENCODER_COURSE_LEARNER", "tests")  # the quizzes' option order (no file in ~)
 
 
 import pytest  # noqa: E402

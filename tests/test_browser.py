@@ -50,7 +50,8 @@ def lab(tmp_path_factory):
     port, token = free_port(), secrets.token_hex(16)
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
-           "--ServerApp.disable_check_xsrf=False", "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+           "--ServerApp.disable_check_xsrf=False", "--LabApp.news_url=",
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
     # Render every cell (no windowing), so the test can see every prompt and output.
@@ -71,7 +72,7 @@ def lab(tmp_path_factory):
                 break
             except OSError:
                 if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError("JupyterLab did not start:\n" + (work / "server.log").read_text())
+                    raise RuntimeError("JupyterLab did not start:\n" + (work / "server.log").read_text()) from None
                 time.sleep(0.5)
         yield {"base": base, "token": token, "dir": work}
     finally:

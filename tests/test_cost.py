@@ -1,8 +1,4 @@
-"""encoder_course.cost: formulas against torch's FLOP counter and real tensors, chunked attention,
-the timing routine on CPU, the sweep helpers, and the benchmark and GPU scripts on tiny sizes."""
-
-import json
-import time
+"""encoder_course.cost: FLOP and memory formulas against torch's FLOP counter and real tensors; the benchmark."""
 
 import pytest
 import torch
@@ -10,9 +6,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 import encoder_course as ec
-from encoder_course import attention as attention_module
 from encoder_course import cost
-
 
 # ---- formulas vs torch's FLOP counter ----
 
@@ -99,144 +93,6 @@ def test_one_head_at_4096_in_float16():
     assert ec.score_bytes(4096, n_heads=16, dtype=torch.float16) == 512 * 2**20
 
 
-# ---- chunked attention ----
-
-def _full(q, k, v, mask=None):
-    return ec.scaled_dot_product_attention(q, k, v, mask)[0]
-
-
-@pytest.mark.parametrize("chunk_size", [1, 3, 8, 17, 100])
-def test_chunked_equals_full_without_mask(chunk_size):
-    torch.manual_seed(0)
-    q, k, v = torch.randn(2, 3, 17, 8), torch.randn(2, 3, 11, 8), torch.randn(2, 3, 11, 5)
-    out = cost.chunked_attention(q, k, v, chunk_size=chunk_size)
-    assert out.shape == (2, 3, 17, 5)
-    torch.testing.assert_close(out, _full(q, k, v), rtol=1e-5, atol=1e-6)
-
-
-@pytest.mark.parametrize("chunk_size", [1, 4, 16])
-def test_chunked_equals_full_with_masks(chunk_size):
-    torch.manual_seed(1)
-    B, H, L = 3, 2, 13
-    q, k, v = (torch.randn(B, H, L, 8) for _ in range(3))
-    ids = torch.tensor([[5] * 13, [5] * 9 + [0] * 4, [5] * 2 + [0] * 11])
-    masks = {
-        "padding": ec.padding_mask(ids, 0),  # (B, 1, 1, L)
-        "causal": ec.causal_mask(L),  # (L, L)
-        "random full": torch.rand(B, H, L, L) > 0.5,  # (B, H, L, L), some rows fully masked
-        "query rows": torch.rand(B, 1, L, 1) > 0.3,  # (B, 1, L, 1): whole query rows masked
-    }
-    for name, mask in masks.items():
-        out = cost.chunked_attention(q, k, v, mask, chunk_size=chunk_size)
-        full = _full(q, k, v, mask)
-        assert not out.isnan().any(), name
-        torch.testing.assert_close(out, full, rtol=1e-5, atol=1e-6, msg=name)
-    # fully masked query rows give exactly zero
-    rows = masks["query rows"]
-    out = cost.chunked_attention(q, k, v, rows, chunk_size=chunk_size)
-    dead = ~rows[..., 0]  # (B, 1, L)
-    assert (out[dead.expand(B, H, L)] == 0).all()
-
-
-def test_chunked_holds_only_a_slice_of_the_scores(monkeypatch):
-    shapes = []
-    original = attention_module.scaled_dot_product_attention
-
-    def spy(q, k, v, mask=None):
-        out, weights = original(q, k, v, mask)
-        shapes.append(tuple(weights.shape))
-        return out, weights
-
-    monkeypatch.setattr(attention_module, "scaled_dot_product_attention", spy)
-    q = torch.randn(1, 2, 100, 8)
-    cost.chunked_attention(q, q, q, chunk_size=32)
-    assert shapes == [(1, 2, 32, 100)] * 3 + [(1, 2, 4, 100)]
-
-
-def test_chunked_attention_errors_and_inputs_unchanged():
-    q = torch.randn(1, 4, 8)
-    copy = q.clone()
-    cost.chunked_attention(q, q, q, chunk_size=3)
-    assert torch.equal(q, copy)
-    with pytest.raises(ValueError):
-        cost.chunked_attention(q, q, q, chunk_size=0)
-    with pytest.raises(TypeError):
-        cost.chunked_attention(q, q, q, chunk_size=2.5)
-    with pytest.raises(TypeError):
-        cost.chunked_attention(q, q, q, mask=torch.ones(4, 4))
-    with pytest.raises(ValueError):
-        cost.chunked_attention(q, torch.randn(1, 4, 7), q)
-
-
-def test_chunked_is_exported():
-    assert ec.chunked_attention is cost.chunked_attention
-
-
-# ---- timing ----
-
-def test_time_fn_on_cpu_returns_sane_numbers():
-    calls = []
-
-    def work(x, scale=1.0):
-        calls.append(1)
-        time.sleep(0.002)
-        return x * scale
-
-    result = cost.time_fn(work, torch.ones(3), warmup=2, repeats=5, scale=2.0)
-    assert len(calls) == 7
-    assert len(result["runs_s"]) == 5 and result["repeats"] == 5 and result["warmup"] == 2
-    assert result["min_s"] <= result["median_s"] <= max(result["runs_s"])
-    assert result["min_s"] >= 0.002
-    assert result["median_s"] < 5.0
-    assert result["device"] == "cpu"
-    assert result["peak_bytes"] is None and result["baseline_bytes"] is None
-
-
-def test_time_fn_measures_the_call_not_the_warmup():
-    slow_first = iter([0.2, 0.0, 0.0, 0.0])
-    result = cost.time_fn(lambda: time.sleep(next(slow_first)), warmup=1, repeats=3)
-    assert result["median_s"] < 0.2  # the slow call was the (untimed) warm-up
-
-
-def test_time_fn_errors():
-    with pytest.raises(TypeError):
-        cost.time_fn(3)
-    with pytest.raises(ValueError):
-        cost.time_fn(lambda: None, repeats=0)
-    with pytest.raises(ValueError):
-        cost.time_fn(lambda: None, warmup=-1)
-    if not torch.cuda.is_available():
-        with pytest.raises(RuntimeError, match="CUDA"):
-            cost.time_fn(lambda: None, device="cuda")
-
-
-def test_loglog_slope():
-    xs = [128, 256, 512, 1024]
-    assert cost.loglog_slope(xs, [3 * x**2 for x in xs]) == pytest.approx(2.0)
-    assert cost.loglog_slope(xs, [x for x in xs]) == pytest.approx(1.0)
-    with pytest.raises(ValueError):
-        cost.loglog_slope([1], [1])
-    with pytest.raises(ValueError):
-        cost.loglog_slope([1, 2], [0, 1])
-
-
-def test_attention_sweep_rows():
-    rows = cost.attention_sweep([16, 32], methods=("naive", "sdpa", "chunked"), n_heads=2, chunk_size=8,
-                                warmup=0, repeats=2, max_score_bytes=2 * 32 * 32 * 4 - 1)
-    assert [(r["method"], r["seq_len"]) for r in rows] == [
-        ("naive", 16), ("sdpa", 16), ("chunked", 16), ("naive", 32), ("sdpa", 32), ("chunked", 32)]
-    status = {(r["method"], r["seq_len"]): r["status"] for r in rows}
-    assert status[("naive", 32)] == "skipped"  # 8 KiB of scores > the budget
-    assert all(s == "ok" for key, s in status.items() if key != ("naive", 32))
-    for r in rows:
-        assert r["flops"] == 4 * 2 * r["seq_len"] ** 2 * 64
-        assert r["score_bytes"] == ec.score_bytes(r["seq_len"], 2)
-        if r["status"] == "ok":
-            assert r["median_s"] > 0 and r["tflops_per_s"] > 0
-    with pytest.raises(ValueError):
-        cost.attention_sweep([16], methods=("flash",))
-
-
 # ---- the scripts, on tiny sizes ----
 
 def test_bench_stacks_agree_and_benchmark_runs():
@@ -250,14 +106,77 @@ def test_bench_stacks_agree_and_benchmark_runs():
     assert r["ratio_fast"] > 0
 
 
-def test_gpu_sweep_script_on_cpu(tmp_path):
-    from encoder_course import gpu_sweep
+# ---- memory measured on real calls (CPU included) ----
 
-    out = tmp_path / "gpu_results.json"
-    gpu_sweep.main(["--allow-cpu", "--out", str(out), "--min-len", "16", "--max-len", "32",
-                    "--heads", "2", "--d-head", "8", "--repeats", "1", "--warmup", "0"])
-    record = json.loads(out.read_text())
-    assert {"gpu", "date", "torch", "settings", "summary", "rows"} <= set(record)
-    assert {r["method"] for r in record["rows"]} == {"sdpa", "naive", "chunked"}
-    assert gpu_sweep.find_results([str(tmp_path / "missing.json"), str(out)]) == record
-    assert gpu_sweep.find_results([str(tmp_path / "missing.json")]) is None
+def test_peak_bytes_count_new_tensors_not_views_or_in_place_results():
+    x = torch.randn(64, 64)
+    assert cost.measure_peak_bytes(lambda: x * 2 + 1) == 2 * x.nbytes  # x * 2 is alive while + 1 runs
+    assert cost.measure_peak_bytes(lambda: (x.t(), x.view(-1), x[:8])) == 0  # views allocate nothing
+    y = x.clone()
+    assert cost.measure_peak_bytes(lambda: y.add_(1).mul_(2)) == 0  # in place
+    assert cost.measure_peak_bytes(lambda: x.sum()) == 4  # one float32 number
+    with pytest.raises(TypeError, match="callable"):
+        cost.measure_peak_bytes(3)
+
+
+def test_tracker_frees_what_is_freed():
+    x = torch.randn(1000)
+    with cost.AllocationTracker() as tracker:
+        a = x * 2
+        b = a + 1
+        del a
+        c = b * 3  # noqa: F841
+    assert tracker.peak_bytes == 2 * x.nbytes
+    assert tracker.current_bytes == 2 * x.nbytes  # b and c are alive
+    del b
+    assert tracker.current_bytes == x.nbytes
+
+
+def test_naive_attention_holds_scores_and_weights_chunked_and_fused_do_not():
+    from encoder_course import blockwise
+
+    L, d = 1024, 64
+    q, k, v = (torch.randn(1, 2, L, d) for _ in range(3))  # (B, H, L, d_head)
+    scores = ec.score_bytes(L, n_heads=2)
+    out = q.nbytes
+    with torch.no_grad():
+        naive = cost.measure_peak_bytes(ec.scaled_dot_product_attention, q, k, v)
+        chunked = cost.measure_peak_bytes(ec.chunked_attention, q, k, v, chunk_size=128)
+        online = cost.measure_peak_bytes(blockwise.online_softmax_attention, q, k, v, block_size=128)
+        fused = cost.measure_peak_bytes(torch.nn.functional.scaled_dot_product_attention, q, k, v)
+    assert naive == 2 * scores + out  # scores and weights are alive at once, then the output
+    assert chunked < 2 * scores * 128 // L + 2 * out
+    assert online < 8 * scores * 128 // L + 4 * out
+    assert fused < 2 * out
+
+
+def test_saved_for_backward_keeps_the_attention_weights_of_the_step_by_step_path():
+    torch.manual_seed(0)
+    B, H, L, d, n = 2, 4, 48, 32, 3
+    config = ec.EncoderConfig(vocab_size=50, max_len=L, d_model=d, n_heads=H, d_ff=72, n_layers=n, dropout=0.0)
+    ids = torch.randint(1, 50, (B, L))
+    weights_saved = {}
+    for fast in (False, True):
+        model = ec.Encoder(config, fast=fast).train()
+        saved = cost.saved_for_backward(model, ids)
+        parameter_shapes = {tuple(p.shape) for p in model.parameters()}  # none is an activation's shape here
+        assert saved and all(s["bytes"] > 0 for s in saved)
+        assert not any(s["shape"] in parameter_shapes for s in saved)  # parameters existed before: not counted
+        weights_saved[fast] = [s for s in saved if s["shape"] == (B, H, L, L)]
+    assert len(weights_saved[False]) == n  # one (B, H, L, L) tensor of weights per layer
+    assert sum(s["bytes"] for s in weights_saved[False]) == n * ec.score_bytes(L, H, B)
+    assert weights_saved[True] == []  # the fused kernel keeps no L x L matrix
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_peak_bytes_agree_with_cuda_allocator():
+    L = 4096
+    q, k, v = (torch.randn(1, 4, L, 64, device="cuda") for _ in range(3))
+    with torch.no_grad():
+        ec.scaled_dot_product_attention(q, k, v)  # warm-up: the first call also allocates cuBLAS's workspace
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        tracked = cost.measure_peak_bytes(ec.scaled_dot_product_attention, q, k, v)
+        allocated = torch.cuda.max_memory_allocated() - base
+    assert abs(tracked - allocated) <= 0.02 * allocated

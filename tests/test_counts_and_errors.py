@@ -143,7 +143,7 @@ def test_token_type_ids_are_checked():
                                       type_vocab_size=2))
     ids = torch.tensor([[1, 2, 3]])
     enc(ids, token_type_ids=torch.tensor([[0, 1, 1]]))  # fine
-    with pytest.raises(ValueError, match=r"token types must be in \[0, 2\), got values from 0 to 2"):
+    with pytest.raises(ValueError, match=r"token_type_ids must be in \[0, 2\), got values from 0 to 2"):
         enc(ids, token_type_ids=torch.tensor([[0, 1, 2]]))
     with pytest.raises(ValueError, match=r"shape of token_ids \(1, 3\), got \(1, 2\)"):
         enc(ids, token_type_ids=torch.tensor([[0, 1]]))

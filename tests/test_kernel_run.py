@@ -13,7 +13,7 @@ import jupyter_client.manager
 import nbformat
 import pytest
 
-from encoder_course import kernel_run
+from encoder_course.course import kernel_run
 
 pytestmark = pytest.mark.notebooks
 

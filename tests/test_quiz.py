@@ -1,72 +1,117 @@
-"""The quiz of notebook 12: every question graded right, wrong and unanswered; bad input refused."""
+"""The quizzes measure understanding, not test-taking: every bank is well formed, options are shuffled per
+learner, a question is scored on its first answer, and picking by length, by position or always the same
+letter scores at chance."""
+
+from __future__ import annotations
+
+import statistics
 
 import pytest
 
-from encoder_course.quiz import QUESTIONS, Question, grade_quiz
+from encoder_course import widgets
+from encoder_course.course import quiz
+
+BANKS = {number: quiz.questions(number) for number in quiz.bank_modules()}
+ALL = [(number, i, q) for number, qs in BANKS.items() for i, q in enumerate(qs)]
+SEEDS = [f"learner-{n}" for n in range(300)]
 
 
-def test_questions_are_well_formed():
-    assert len(QUESTIONS) >= 8
-    for q in QUESTIONS:
-        assert isinstance(q, Question)
-        assert len(q.options) >= 3 and len(set(q.options)) == len(q.options)
-        assert 0 <= q.answer < len(q.options)
-        assert q.text and q.explanation and q.see
+def test_every_bank_is_well_formed():
+    assert "12" in BANKS
+    for number, index, q in ALL:
+        where = f"notebook {number}, question {index + 1}"
+        assert isinstance(q, quiz.Question), where
+        assert 3 <= len(q.options) <= len(quiz.LETTERS), where
+        assert len(set(q.options)) == len(q.options), where
+        assert q.text.strip() and q.explanation.strip() and q.see.strip(), where
 
 
-@pytest.mark.parametrize("index", range(len(QUESTIONS)))
-def test_each_question_right_wrong_and_unanswered(index):
-    q = QUESTIONS[index]
-    answers = [None] * len(QUESTIONS)
-    answers[index] = q.answer
-    item = grade_quiz(answers).items[index]
-    assert item.status == "correct" and item.is_correct and item.chosen == q.answer
-    assert item.feedback.startswith("Correct.") and q.see in item.feedback
-    for wrong in range(len(q.options)):
-        if wrong == q.answer:
-            continue
-        answers[index] = wrong
-        item = grade_quiz(answers).items[index]
-        assert item.status == "wrong" and not item.is_correct
-        assert item.feedback.startswith("Not quite")
-        assert q.options[q.answer].rstrip(".") in item.feedback and q.explanation in item.feedback
-    answers[index] = None
-    item = grade_quiz(answers).items[index]
-    assert item.status == "unanswered" and item.chosen is None and item.feedback == "Not answered yet."
+def test_options_of_a_question_are_alike_in_length():
+    """No option stands out by length: the longest is at most 2.5 times the shortest (in characters)."""
+    for number, index, q in ALL:
+        lengths = [len(o) for o in q.options]
+        assert max(lengths) <= 2.5 * min(lengths), (number, index + 1, q.options)
 
 
-def test_scores_and_summary():
-    n = len(QUESTIONS)
-    right = [q.answer for q in QUESTIONS]
-    results = grade_quiz(right)
-    assert (results.score, results.answered, results.total) == (n, n, n)
-    assert results.summary() == f"{n} / {n} correct"
-    wrong = [(q.answer + 1) % len(q.options) for q in QUESTIONS]
-    assert grade_quiz(wrong).score == 0
-    empty = grade_quiz([None] * n)
-    assert (empty.score, empty.answered) == (0, 0)
-    assert empty.summary() == f"0 / {n} correct, {n} not answered yet"
-    mixed = grade_quiz({0: QUESTIONS[0].answer, 1: (QUESTIONS[1].answer + 1) % len(QUESTIONS[1].options)})
-    assert (mixed.score, mixed.answered) == (1, 2)
-    assert mixed.items[2].status == "unanswered"
+def _strategy_score(pick) -> float:
+    """Mean fraction right over every question and many learners, for a way of picking."""
+    scores = []
+    for seed in SEEDS:
+        right = total = 0
+        for number, qs in BANKS.items():
+            session = quiz.QuizSession(number, seed)
+            for index in range(len(qs)):
+                shown = session.options(index)
+                right += session.answer(index, pick(shown)).correct
+                total += 1
+        scores.append(right / total)
+    return statistics.mean(scores)
 
 
-@pytest.mark.parametrize(
-    "answers, error, match",
-    [
-        ([0] * (len(QUESTIONS) - 1), ValueError, "expected"),
-        ([0] * (len(QUESTIONS) + 1), ValueError, "expected"),
-        ([99] + [None] * (len(QUESTIONS) - 1), ValueError, "between 0 and"),
-        ([-1] + [None] * (len(QUESTIONS) - 1), ValueError, "between 0 and"),
-        (["b"] + [None] * (len(QUESTIONS) - 1), TypeError, "option index"),
-        ([1.0] + [None] * (len(QUESTIONS) - 1), TypeError, "option index"),
-        ([True] + [None] * (len(QUESTIONS) - 1), TypeError, "option index"),
-        ("abcd", TypeError, "list of option indices"),
-        (42, TypeError, "list of option indices"),
-        ({len(QUESTIONS): 0}, ValueError, "question indices"),
-        ({"1": 0}, ValueError, "question indices"),
-    ],
-)
-def test_bad_input_is_refused(answers, error, match):
-    with pytest.raises(error, match=match):
-        grade_quiz(answers)
+def _chance() -> float:
+    return statistics.mean(1 / len(q.options) for _, _, q in ALL)
+
+
+@pytest.mark.parametrize("name, pick", [
+    ("always the first", lambda shown: 0),
+    ("always the second", lambda shown: 1),
+    ("always the last", lambda shown: len(shown) - 1),
+    ("always the longest", lambda shown: max(range(len(shown)), key=lambda i: (len(shown[i]), -i))),
+    ("always the shortest", lambda shown: min(range(len(shown)), key=lambda i: (len(shown[i]), i))),
+])
+def test_picking_without_reading_scores_at_chance(name, pick):
+    score = _strategy_score(pick)
+    assert abs(score - _chance()) < 0.05, f"{name}: {score:.2f} right, chance is {_chance():.2f}"
+
+
+def test_one_learner_always_sees_the_same_order_and_learners_differ():
+    a, b = quiz.QuizSession("12", "alice"), quiz.QuizSession("12", "alice")
+    assert [a.options(i) for i in range(len(a.questions))] == [b.options(i) for i in range(len(b.questions))]
+    positions = {quiz.QuizSession("12", seed).orders[0].index(0) for seed in SEEDS[:40]}
+    assert len(positions) == len(quiz.questions("12")[0].options)  # the right option moves around
+
+
+def test_a_question_is_scored_on_its_first_answer():
+    session = quiz.QuizSession("12", "bob")
+    right = session.orders[0].index(0)
+    wrong = (right + 1) % len(session.questions[0].options)
+    first = session.answer(0, wrong)
+    assert not first.correct and "Not this one: the answer is" in first.feedback
+    assert session.questions[0].explanation in first.feedback
+    assert session.answer(0, right) is first and session.score == 0  # switching earns nothing
+    assert session.answer(1, session.orders[1].index(0)).correct and session.score == 1
+    assert "1 / " in session.summary() and "not answered yet" in session.summary()
+    with pytest.raises(ValueError, match="option number"):
+        session.answer(2, 99)
+
+
+def test_the_widget_locks_a_question_after_its_first_answer():
+    box = widgets.quiz("12", seed="carol")
+    session = box.session
+    right = session.orders[0].index(0)
+    wrong = (right + 1) % len(session.questions[0].options)
+    box.radios[0].value = wrong
+    assert box.radios[0].disabled and "✗" in box.feedback[0].value
+    box.radios[0].value = right  # a second click: refused, the first answer stays
+    assert box.radios[0].value == wrong and "0 / " in box.score.value
+    box.radios[1].value = session.orders[1].index(0)
+    assert "✓" in box.feedback[1].value and "1 / " in box.score.value
+
+
+@pytest.mark.parametrize("number", sorted(BANKS))
+def test_every_question_of_every_bank_gives_its_explanation(number):
+    for index, q in enumerate(BANKS[number]):
+        for chosen in range(len(q.options)):
+            session = quiz.QuizSession(number, "dana")
+            answer = session.answer(index, chosen)
+            assert q.explanation in answer.feedback and q.see in answer.feedback
+            assert answer.correct == (session.options(index)[chosen] == q.options[0])
+
+
+def test_the_learner_seed_is_kept(tmp_path, monkeypatch):
+    monkeypatch.delenv(quiz.ENV_VAR, raising=False)
+    monkeypatch.setattr(quiz, "SEED_FILE", tmp_path / "seed")
+    first = quiz.learner_seed()
+    assert first and quiz.learner_seed() == first
+    monkeypatch.setenv(quiz.ENV_VAR, "eve")
+    assert quiz.learner_seed() == "eve"

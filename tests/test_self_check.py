@@ -1,18 +1,22 @@
 """The learner's self-check, `pytest --nbval-lax notebooks/NN_name.ipynb`, on a real course notebook.
 
-It must fail while the exercise is a stub, fail (with the checker's hint) on a wrong answer, and
-pass on a correct one.
+It must fail while the exercise is a stub (also after Run All and a save, when the notebook stores
+its own "not attempted" output), fail (with the checker's hint) on a wrong answer, and pass on a
+correct one. The notebook is copied with `notebooks/conftest.py`, as it sits in a learner's checkout.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+
+from encoder_course.course.kernel_run import run_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "01_tokens_and_positions.ipynb"
@@ -39,13 +43,17 @@ def solution_body() -> str:
     raise AssertionError("no exercise found in the solution notebook")
 
 
-def with_body(body: str | None, folder: Path) -> Path:
+def with_body(body: str | None, folder: Path, run_and_save: bool = False) -> Path:
     nb = nbformat.read(LEARNER, as_version=4)
     if body is not None:
         for cell in nb.cells:
             if cell.cell_type == "code" and "raise NotImplementedError" in cell.source:
                 lines = cell.source.splitlines(keepends=True)
                 cell.source = "".join(body if "raise NotImplementedError" in line else line for line in lines)
+    shutil.copy(ROOT / "notebooks" / "conftest.py", folder / "conftest.py")
+    if run_and_save:  # Run All in JupyterLab, then the autosave: every cell stores its own output
+        os.environ["ENCODER_COURSE_WORKSPACE"] = str(folder / "my_encoder")
+        run_notebook(nb, timeout=300, cwd=folder)
     path = folder / NAME
     nbformat.write(nb, path)
     return path
@@ -58,7 +66,8 @@ KERNEL_DID_NOT_START = "Kernel died before replying to kernel_info"
 
 
 def self_check(path: Path, attempts: int = 3) -> subprocess.CompletedProcess:
-    env = dict(os.environ, IPYTHONDIR=str(ROOT / "tests" / "ipython_profile"))
+    env = dict(os.environ, ENCODER_COURSE_WORKSPACE=str(path.parent / "my_encoder"))
+    env.pop("IPYTHONDIR", None)  # the notebook's conftest.py gives the kernel its plain-traceback profile
     for _ in range(attempts):
         result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
                                  "--nbval-lax", "--nbval-cell-timeout=120", str(path)],
@@ -69,16 +78,18 @@ def self_check(path: Path, attempts: int = 3) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.skipif(not LEARNER.exists(), reason="learner notebooks not generated yet")
-@pytest.mark.parametrize("case", ["stub", "wrong", "correct", "correct, with a debugging print"])
+@pytest.mark.parametrize("case", ["stub", "stub, after Run All and a save", "wrong", "correct",
+                                  "correct, after Run All and a save", "correct, with a debugging print"])
 def test_nbval_self_check(case, tmp_path):
     debug = '    print("debug:", seq_len, d_model)\n'
     body = {"stub": None, "wrong": WRONG_BODY, "correct": solution_body(),
-            "correct, with a debugging print": debug + solution_body()}[case]
-    result = self_check(with_body(body, tmp_path))
+            "correct, with a debugging print": debug + solution_body()}[case.split(",")[0]
+                                                                         if "Run All" in case else case]
+    result = self_check(with_body(body, tmp_path, run_and_save="Run All" in case))
     out = result.stdout + result.stderr
     if case.startswith("correct"):
         assert result.returncode == 0, out[-3000:]
     else:
         assert result.returncode != 0, out[-3000:]
-        expected = "not attempted yet" if case == "stub" else "sin and cos"
+        expected = "not attempted yet" if case.startswith("stub") else "sin and cos"
         assert expected in out, out[-3000:]

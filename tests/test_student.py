@@ -5,8 +5,8 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from encoder_course.cli import main
-from encoder_course.student import MarkerError, learner_text, regenerate, stub_source
+from encoder_course.course.cli import main
+from encoder_course.course.learner_versions import MarkerError, learner_text, regenerate, stub_source
 
 CLASS_CELL = '''import torch
 from torch import nn

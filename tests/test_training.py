@@ -126,3 +126,31 @@ def test_without_attention_little_beats_the_majority_class():
     # A table that knows the other tokens would be perfect: the bound is for per-token models only.
     tiny = torch.tensor([[1, 1, 2, 0]])
     assert T.best_without_attention(tiny, T.frequency_labels(tiny, 4)) == 1.0
+
+
+def test_a_loss_function_and_an_encoder_class_can_be_plugged_in():
+    task = T.FrequencyTask(max_len=8)
+    calls = []
+
+    def loss_fn(logits, labels, mask):  # the learner's masked_token_loss has this signature
+        calls.append(mask)
+        return torch.nn.functional.cross_entropy(logits[mask], labels[mask])
+
+    default = T.train(T.make_model(task, d_model=16, n_heads=2, d_ff=32, n_layers=1, seed=3), task, steps=8, seed=5)
+    plugged = T.train(T.make_model(task, d_model=16, n_heads=2, d_ff=32, n_layers=1, seed=3), task, steps=8,
+                      seed=5, loss_fn=loss_fn)
+    assert len(calls) == 8 and all(m.dtype == torch.bool for m in calls)
+    assert plugged.loss == pytest.approx(default.loss, rel=1e-4)  # the same loss, computed another way
+
+    built = []
+
+    class Recording(T.Encoder):
+        def __init__(self, config):
+            built.append(config)
+            super().__init__(config)
+
+    model = T.make_model(task, d_model=16, n_heads=2, d_ff=32, n_layers=1, seed=3, encoder_class=Recording)
+    assert isinstance(model.encoder, Recording) and built == [model.config]
+    reference = T.make_model(task, d_model=16, n_heads=2, d_ff=32, n_layers=1, seed=3)
+    ids, _ = task.batch(4, torch.Generator().manual_seed(0))
+    assert torch.equal(model.eval()(ids), reference.eval()(ids))  # same seed, same weights

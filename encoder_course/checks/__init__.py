@@ -1,0 +1,93 @@
+"""Exercise checkers: compare a learner's code with the package's reference and name the mistake.
+
+``verdict(key, candidate)`` returns the result as a :class:`Verdict` (status "passed", "failed" or
+"not attempted", and the message), printing and raising nothing: the grader uses it. While the
+candidate runs, the course's own answer to that exercise is out of reach (calling it fails the check),
+and so is whatever else in the package computes the same answer (the registry's ``locked``: building
+``Encoder`` or calling ``count_parameters`` for ``parameter_count``, ``name_map`` for ``rename_key``).
+
+Each ``check_<name>(candidate)``, what the notebooks call, either
+
+* prints one line starting with "✓" (the code is right) and, in a notebook, saves the answer as a
+  part of the learner's own encoder (``encoder_course.yours``), saying where,
+* prints one line "… <name>: not attempted yet (…)" when the candidate still raises
+  ``NotImplementedError`` (the exercise stub), and returns without raising so Run All goes on (under
+  the self-check, ``ENCODER_COURSE_SELF_CHECK=1``, it raises instead), or
+* raises :class:`ExerciseError` (an ``AssertionError``) whose message says what is wrong in plain
+  words and how to look for it. If the learner's code itself raised, that exception is chained.
+
+How the checks work. The candidate runs on small, fixed, randomised inputs (batched and multi-head
+shapes, padding masks, ``d_v != d_k``, tiny (1e-3) and large magnitudes) and, for classes, with
+every parameter (norms included) set to random values that are copied into the package's reference
+module. Where the result differs from the reference, the checker computes the usual mistakes
+(softmax over the wrong axis, missing scaling, inverted mask, heads split without the transpose,
+unbiased variance, ...) on the same inputs and names the one the learner's result matches.
+
+Design decisions (documented for teachers and maintainers):
+
+* **Fully masked query rows are not tested** by the attention, multi-head and block checkers. The
+  package returns zero weights there; a ``-inf`` fill gives NaN and a ``torch.finfo(dtype).min`` fill
+  gives uniform weights. Those exercises do not ask for that case, so every mask they use leaves at
+  least one key per query row, and all three behaviours are accepted. The online softmax
+  (notebook 09) is where the case is taught: there fully masked rows must give zeros, as the package
+  does, and NaN or the mean of v is named. Likewise ``mean_pool`` must give zeros for a sequence with
+  no real token.
+* **Accepted although unusual**: ``log_softmax`` before ``cross_entropy`` (a shift per row, which
+  cross-entropy ignores); a two-pass blockwise softmax; a ``ValueError`` subclass from ``rename_key``.
+  Refused with a reason: ``KeyError`` from ``rename_key`` (the loader catches ``ValueError`` to list
+  every unknown key), a float or tensor from ``parameter_count``.
+* **Tolerance.** Float32 results are compared element-wise with
+  ``|got - want| <= 2e-5 * max|want| + 1e-4 * |want|`` (a tolerance relative to the size of the
+  numbers, so the 1e-3 and the large inputs are judged alike), which accepts every correct order of
+  operations (einsum, pre-scaled queries, ``F.layer_norm``, ...) and rejects every mistake we know.
+* **Time.** Each call of the candidate on the tiny inputs must finish within :data:`TIME_LIMIT`
+  seconds (interrupted with a timer signal where possible, reported as "took more than N s").
+* The global random state is saved and restored, so a check cell never changes the numbers of the
+  cells after it.
+* What the learner's code prints or warns while it is checked is held back, so a passing check cell
+  shows only its pass line (what nbval compares); a failure message ends with the last lines printed.
+* **What the learner sees.** A message names the mistake in the learner's words; the hint after an
+  error of their code points to its cause (a missing import names the import to add, a mask routed
+  to the wrong head or sequence says so), and the mask part of a shape hint appears only when the
+  failing call had a mask. In IPython the traceback shows the learner's frames only (no checker or
+  ``nn.Module`` frames). Every catalogue entry in ``tests/checks`` asserts the phrase that diagnoses
+  its mistake; a generic phrase ("different numbers", a case label) fails the tests.
+
+Where things are (one file per exercise, named like the model file it checks):
+
+* ``registry.py``: every exercise declared once (key, name, notebook, kind, reference, shape hint);
+* ``positions.py``, ``attention.py``, ``masks.py``, ``multi_head.py``, ``layer_norm.py``,
+  ``feed_forward.py``, ``block.py``, ``counting.py``, ``blockwise.py``, ``pooling.py``, ``training.py``,
+  ``interop.py``: each exercise's checker (named like the package module it checks), its inputs and its
+  catalogue of mistakes;
+* ``_run.py``: running the learner's code safely (time limit, error hints, the verdict wrapper);
+* ``_compare.py``: comparing numbers (tolerance, mistakes matched, gradients, randomness probes);
+* ``_modules.py``: building the learner's modules, randomising and copying parameters, calling them.
+
+A new exercise is one entry in ``registry.py`` and one checker file whose ``check_<key>`` is wrapped by
+``@_checker("<key>")`` and exported here.
+"""
+
+from __future__ import annotations
+
+from ._run import TIME_LIMIT, ExerciseError, Verdict, verdict
+from .attention import check_scaled_dot_product_attention
+from .block import check_encoder_block
+from .blockwise import check_online_softmax_attention
+from .counting import check_parameter_count
+from .feed_forward import check_feed_forward
+from .interop import check_rename_key
+from .layer_norm import check_layer_norm
+from .masks import check_causal_mask, check_padding_mask
+from .multi_head import check_multi_head_attention
+from .pooling import check_mean_pool
+from .positions import check_sinusoidal_positions
+from .registry import EXERCISES
+from .training import check_masked_token_loss
+
+__all__ = [
+    "EXERCISES", "ExerciseError", "TIME_LIMIT", "Verdict", "check_causal_mask", "check_encoder_block",
+    "check_feed_forward", "check_layer_norm", "check_masked_token_loss", "check_mean_pool",
+    "check_multi_head_attention", "check_online_softmax_attention", "check_padding_mask", "check_parameter_count",
+    "check_rename_key", "check_scaled_dot_product_attention", "check_sinusoidal_positions", "verdict",
+]

@@ -1,0 +1,248 @@
+"""Comparing the learner's numbers with the reference's, and probing them.
+
+The tolerance and the closeness test, where two results differ, which known mistake a result
+matches, whether the gradients agree, and whether anything random hides in the learner's code.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._run import ExerciseError, _gen, _randn, _shape
+
+_ATOL = 2e-5  # times the largest reference value
+_RTOL = 1e-4
+_RNG_PROBE_SEED = 20_170_612  # any value a learner is unlikely to pass to torch.manual_seed
+
+
+# ----------------------------------------------------------------------------------------------
+# Closeness: one tolerance for every comparison, and the known mistakes
+
+
+def _close(got: torch.Tensor, want: torch.Tensor, factor: float = 1.0) -> bool:
+    if got.shape != want.shape:
+        return False
+    got, want = got.detach().double(), want.detach().double()
+    nan_got, nan_want = torch.isnan(got), torch.isnan(want)
+    if not torch.equal(nan_got, nan_want):
+        return False
+    ok = ~nan_want
+    g, w = got[ok], want[ok]
+    if w.numel() == 0:
+        return True
+    if torch.isinf(g).any() or torch.isinf(w).any():
+        return bool(torch.equal(torch.isinf(g), torch.isinf(w))) and bool(
+            torch.equal(g[torch.isinf(g)], w[torch.isinf(w)])
+        )
+    scale = float(w.abs().max())
+    bound = factor * (_ATOL * scale + _RTOL * w.abs()) + 1e-30
+    return bool(((g - w).abs() <= bound).all())
+
+
+def _where_differs(got: torch.Tensor, want: torch.Tensor) -> str:
+    diff = (got.detach().double() - want.detach().double()).abs()
+    diff = torch.nan_to_num(diff, nan=float("inf"))
+    flat = int(diff.argmax())
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape))
+    g, w = float(got.detach().reshape(-1)[flat]), float(want.detach().reshape(-1)[flat])
+    return f"the largest difference is at index {index}: you have {g:.6g}, the reference {w:.6g}"
+
+
+def _distance(got: torch.Tensor, want: torch.Tensor) -> float:
+    g, w = got.detach().double(), want.detach().double()
+    ok = ~torch.isnan(w)
+    if not ok.any():
+        return 0.0
+    diff = torch.nan_to_num((g[ok] - w[ok]).abs(), nan=float("inf"), posinf=float("inf"))
+    return float(diff.max()) / (float(torch.nan_to_num(w[ok].abs()).max()) + 1e-30)
+
+
+def _first_match(got: dict, variants, *args, factor: float = 1.0) -> str | None:
+    """Name the mistake whose result matches ``got`` on every given key (the closest one wins;
+    near-ties go to the one listed first). ``factor`` widens the tolerance."""
+    best, best_distance = None, float("inf")
+    for message, make in variants:
+        try:
+            alt = make(*args)
+        except Exception:  # a variant that cannot be computed for these shapes
+            continue
+        alts = alt if isinstance(alt, (list, tuple)) and alt and isinstance(alt[0], dict) else [alt]
+        for one in alts:
+            if all(k in one and _close(got[k], one[k], factor) for k in got):
+                distance = max(_distance(got[k], one[k]) for k in got)
+                if distance < 0.1 * best_distance:
+                    best, best_distance = message, distance
+    return best
+
+
+# ----------------------------------------------------------------------------------------------
+# Randomness: is anything random, or seeded, inside the learner's code?
+
+
+def _identical(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Same shape, dtype and values (NaN equal to NaN): how a repeated call of a right answer compares."""
+    return (a.shape == b.shape and a.dtype == b.dtype
+            and torch.allclose(a, b, rtol=0.0, atol=0.0, equal_nan=True))
+
+
+def _fresh_rng_state() -> torch.Tensor:
+    """Seed torch's generator with a value of the checker's own and return that state.
+
+    Code that draws random numbers, or that seeds the generator itself (torch.manual_seed inside a
+    forward), leaves a different state behind. (The checkers run inside ``fork_rng``, so the
+    learner's own random state is untouched.)
+    """
+    torch.manual_seed(_RNG_PROBE_SEED)
+    return torch.random.get_rng_state()
+
+
+def _random_inside(rerun, got) -> str:
+    """Call the learner's code again on the same input: is anything random inside it?"""
+    state = _fresh_rng_state()
+    again = rerun()
+    if not isinstance(again, torch.Tensor):
+        return ""
+    if not _identical(again, got):
+        return "two calls on the same input give different outputs"
+    if not torch.equal(state, torch.random.get_rng_state()):
+        return "it draws random numbers (torch's random state changes during a call)"
+    return ""
+
+
+# ----------------------------------------------------------------------------------------------
+# Gradients: the right numbers must also train
+
+
+def _gradients(fn, inputs: dict, params: dict, seed: int):
+    """Run ``fn`` on copies of ``inputs`` that require grad; return (outputs, gradients by name).
+
+    The loss is a random weighting of every output (``fn`` returns a tensor or a tuple of tensors),
+    so each output element's gradient path counts.
+    """
+    leaves = {k: v.detach().clone().requires_grad_(True) for k, v in inputs.items()}
+    for tensor in params.values():
+        tensor.grad = None
+    with torch.enable_grad():
+        outs = fn(**leaves)
+        outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+        if not all(isinstance(o, torch.Tensor) for o in outs):
+            return outs, None
+        if not any(o.requires_grad for o in outs):
+            return outs, {}
+        g = _gen(seed)
+        loss = sum((o * _randn(g, *o.shape).to(o.dtype)).sum() for o in outs if o.requires_grad)
+        targets = {**leaves, **params}
+        grads = torch.autograd.grad(loss, list(targets.values()), allow_unused=True)
+    return outs, dict(zip(targets, grads))
+
+
+def _check_gradients(name, label, cand_fn, ref_fn, inputs: dict, cand_params=None, ref_params=None):
+    """The learner's code must pass gradients back to its inputs and parameters as the reference does."""
+    cand_params, ref_params = cand_params or {}, ref_params or {}
+    _, want = _gradients(ref_fn, inputs, ref_params, seed=99)
+    try:
+        _, got = _gradients(cand_fn, inputs, cand_params, seed=99)
+    except RuntimeError as exc:  # raised by backward (the learner's own errors come as ExerciseError)
+        raise ExerciseError(
+            f"Backpropagating through your {name} fails {label}: {exc}\nHint: an in-place operation (x += ..., "
+            "masked_fill_, relu_) changed a tensor that autograd still needed; write it out of place "
+            "(x = x + ..., masked_fill)."
+        ) from exc
+    if got is None:
+        return  # the output checks have already said what is wrong
+    # One scale for all: a gradient that is zero in theory (the key projection's bias, whose shift
+    # the softmax ignores) is rounding noise, and is judged against the others' size.
+    want = {key: g for key, g in want.items() if g is not None}
+    scale = max((float(g.abs().max()) for g in want.values() if g.numel()), default=0.0)
+    got = {key: (got.get(key) if got.get(key) is not None else torch.zeros_like(g)) for key, g in want.items()}
+    cut = [key for key, g in want.items() if float(g.abs().max()) > 1e-3 * scale and not torch.any(got[key])]
+    if cut:
+        what = "no gradient for " + ", ".join(f"`{key}`" for key in cut)
+        raise ExerciseError(
+            f"Your {name} gives the right numbers but cuts the gradient {label}: {what} comes back, so "
+            "training could not learn through it.\nHint: no torch.no_grad(), .detach(), .data or .item() "
+            "inside; keep every step a torch operation on the tensors you were given."
+        )
+    for key, ref_grad in want.items():
+        error = (got[key].detach().double() - ref_grad.detach().double()).abs()
+        if got[key].shape != ref_grad.shape or bool((error > 1e-4 * scale + 1e-3 * ref_grad.abs()).any()):
+            raise ExerciseError(
+                f"Your {name} gives the right numbers but the wrong gradient for `{key}` {label}: "
+                f"{_where_differs(got[key], ref_grad)}.\nHint: something inside is taken out of the gradient "
+                "(a .detach(), .data, or a statistic computed without gradient); keep every step a torch "
+                "operation on the tensors you were given."
+            )
+
+
+# ----------------------------------------------------------------------------------------------
+# One output against the reference's: the verdict and its message
+
+
+def _shape_hint(got_shape, want_shape, masked: bool = False) -> str:
+    """What a wrong shape most likely comes from ("" when nothing specific fits)."""
+    got_shape, want_shape = tuple(got_shape), tuple(want_shape)
+    if len(got_shape) < len(want_shape) and tuple(s for s in want_shape if s != 1) == \
+            tuple(s for s in got_shape if s != 1):
+        return ("a dimension of size 1 was dropped: .squeeze() without a dim removes every size-1 dimension "
+                "(here a batch or a head of one); squeeze only a dimension you name, or not at all.")
+    if sorted(got_shape) == sorted(want_shape):
+        return "the dimensions are in the wrong order; check your transposes and reshapes."
+    if masked and len(got_shape) == len(want_shape) + 1:
+        return ("your result has one dimension too many, and only the cases with a mask bring it: the mask "
+                "already lines up with the scores, so pass it on as given (a mask.unsqueeze(...) or "
+                "mask[:, None] adds a dimension the scores do not have).")
+    return ""
+
+
+def _compare_output(name, got, want, label, mistakes, variant_args, generic_hint, case_hint="",
+                    factor=1.0, rerun=None, random_hint="", fresh=None, masked=False, others=()):
+    """Raise the learner-facing verdict when ``got`` differs from ``want``; return when it is right.
+
+    In order: the shape (``masked``: the call had a mask, for the shape hint), the dtype, randomness
+    (``rerun``), state kept between calls (``fresh``: a newly built copy's output), the known
+    ``mistakes``, then ``others`` (calls of the learner's code on the other inputs, whose error, if
+    any, says more than a difference of numbers), and last the generic message.
+    """
+    if got.shape != want.shape:
+        hint = _shape_hint(got.shape, want.shape, masked)
+        raise ExerciseError(
+            f"Your {name} returned shape {_shape(got)} {label}, but it should be {_shape(want)}."
+            + (f"\nHint: {hint}" if hint else "")
+        )
+    if got.dtype != want.dtype:
+        raise ExerciseError(
+            f"Your {name} returned dtype {got.dtype} {label}, but the input is {want.dtype}. Keep "
+            "the input's dtype."
+        )
+    if _close(got, want, factor):
+        return
+    randomness = _random_inside(rerun, got) if rerun is not None else ""
+    if randomness:
+        raise ExerciseError(f"Your {name} is random {label}: {randomness}.\nHint: {random_hint}")
+    if fresh is not None:
+        try:
+            new = fresh()
+        except Exception:  # the copy cannot be built or run: no verdict from it
+            new = None
+        if isinstance(new, torch.Tensor) and _close(new, want, factor):
+            raise ExerciseError(
+                f"Your {name} keeps something from one call to the next {label}: a newly built copy with "
+                "the same weights gives the right answer on this input, yours does not after the calls "
+                "before it.\nHint: do not store results on self inside forward (statistics, a mask, keys "
+                "and values); compute everything from the inputs of this call."
+            )
+    mistake = _first_match({"out": got}, mistakes, *variant_args)
+    if mistake:
+        raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
+    # No known mistake fits these numbers: an error on another input (a batch of one, other padding)
+    # usually says more about the cause than a difference of numbers.
+    for call in others:
+        call()  # raises the learner-facing ExerciseError of that input, if any
+    if torch.isnan(got).any() or torch.isinf(got).any():
+        raise ExerciseError(
+            f"Your {name} returned NaN or infinite values {label}.\nHint: {case_hint or generic_hint}"
+        )
+    raise ExerciseError(
+        f"Your {name} gives different numbers from the reference {label}: {_where_differs(got, want)}."
+        f"\nHint: {case_hint or generic_hint}"
+    )

@@ -1,0 +1,345 @@
+"""Checker of ``scaled_dot_product_attention`` (notebook 02), and the attention the other checkers reuse.
+
+:func:`_attention` computes the reference and each usual mistake in float64; the multi-head checker
+builds its heads' mistakes on it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ._compare import _check_gradients, _close, _first_match, _random_inside, _shape_hint, _where_differs
+from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
+from .registry import exercise
+
+
+def _attention(q, k, v, mask=None, *, scale="sqrt", softmax_dim=-1, mask_mode="fill", fill="zero",
+               weights_are="softmax"):
+    """Reference attention and its usual mistakes (computed in float64, returned as q's dtype)."""
+    dtype = q.dtype
+    q, k, v = q.double(), k.double(), v.double()
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1)
+    if scale == "sqrt":
+        scores = scores / math.sqrt(d_k)
+    elif scale == "d":
+        scores = scores / d_k
+    elif scale == "times":
+        scores = scores * math.sqrt(d_k)
+    elif scale == "sqrt_dv":
+        scores = scores / math.sqrt(v.shape[-1])
+    elif scale == "sqrt_lk":
+        scores = scores / math.sqrt(k.shape[-2])
+    elif scale == "sqrt_lq":
+        scores = scores / math.sqrt(q.shape[-2])
+    elif scale == "half":  # d_k ** 1/2 reads as (d_k ** 1) / 2
+        scores = scores / (d_k / 2)
+    raw = scores
+    if mask is not None:
+        mask = torch.broadcast_to(mask, scores.shape)
+        use = ~mask if mask_mode == "inverted" else mask
+        if mask_mode in ("fill", "inverted"):
+            scores = scores.masked_fill(~use, float("-inf") if fill != "min" else torch.finfo(dtype).min)
+        elif mask_mode == "zero":
+            scores = scores.masked_fill(~use, 0.0)
+        elif mask_mode == "inverted_zero":  # masked_fill(mask, 0.0): both slips at once
+            scores = scores.masked_fill(mask, 0.0)
+        elif mask_mode == "add":  # scores + mask: True counts as 1, False as 0
+            scores = scores + mask.to(scores.dtype)
+        elif mask_mode == "smallest":  # masked_fill(~mask, scores.min()): the smallest score, not -inf
+            scores = scores.masked_fill(~mask, float(scores.min()))
+    weights = torch.softmax(scores, dim=softmax_dim)
+    if mask is not None:
+        if mask_mode == "after":
+            weights = weights.masked_fill(~mask, 0.0)
+        if mask_mode in ("fill", "inverted") and fill == "zero":
+            weights = weights.masked_fill(~use.any(dim=-1, keepdim=True), 0.0)
+    if weights_are == "scaled_after":  # softmax of the unscaled scores, then divided by sqrt(d_k)
+        weights = weights / math.sqrt(d_k)
+    elif weights_are == "log_softmax":
+        weights = torch.log_softmax(scores, dim=softmax_dim)
+    out = weights @ v
+    if weights_are == "scores":
+        weights = raw
+    return {"out": out.to(dtype), "weights": weights.to(dtype)}
+
+
+def _fragile(q, k, v, mask, kind):
+    """Softmaxes that are right on paper but break on large scores, computed in the inputs' dtype.
+
+    ``"naive"``: exp() of the scores without subtracting the row maximum (masked keys dropped by a
+    product, or filled with -inf first); ``"renormalise"``: softmax, masked weights set to 0, the rest
+    divided by their sum.
+    """
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    outs = []
+    if kind == "naive":
+        e = torch.exp(scores)
+        outs.append(e * mask if mask is not None else e)
+        if mask is not None:
+            outs.append(torch.exp(scores.masked_fill(~mask, float("-inf"))))
+        weights = [e / e.sum(dim=-1, keepdim=True) for e in outs]
+    else:
+        w = torch.softmax(scores, dim=-1)
+        if mask is None:
+            return []
+        w = w * mask
+        weights = [w / w.sum(dim=-1, keepdim=True)]
+    return [{"out": w @ v, "weights": w} for w in weights]
+
+
+def _inverted(q, k, v, mask):
+    return [_attention(q, k, v, mask, mask_mode="inverted", fill=f) for f in ("zero", "nan", "min")]
+
+
+def _wrong_axes(q, k, v, mask):
+    dims = [d for d in range(-q.dim(), -1)]
+    return [_attention(q, k, v, mask, softmax_dim=d) for d in dims]
+
+
+_ATTENTION_MISTAKES = [
+    ("the softmax runs over the wrong axis. Each query's row of weights (over the keys, the last "
+     "dimension) must sum to 1.\nHint: torch.softmax(scores, dim=-1).", _wrong_axes),
+    ("the scores are not scaled. Divide q @ k^T by sqrt(d_k), the size of the queries' last dimension.",
+     lambda q, k, v, m: _attention(q, k, v, m, scale="none")),
+    ("the scores are divided by d_k; divide them by the square root of d_k: math.sqrt(d_k).",
+     lambda q, k, v, m: _attention(q, k, v, m, scale="d")),
+    ("the scores are multiplied by sqrt(d_k); divide them by it instead.",
+     lambda q, k, v, m: _attention(q, k, v, m, scale="times")),
+    ("the scores are scaled with the size of v (d_v); use the size of q and k (d_k = q.shape[-1]).",
+     lambda q, k, v, m: _attention(q, k, v, m, scale="sqrt_dv")),
+    ("the mask is inverted. True means 'may attend', so fill the scores where the mask is False "
+     "(use ~mask or mask == False).", _inverted),
+    ("masked scores are set to 0, but exp(0) = 1, so masked keys still get weight. Fill them with "
+     "float('-inf') (or torch.finfo(scores.dtype).min) before the softmax.",
+     lambda q, k, v, m: _attention(q, k, v, m, mask_mode="zero")),
+    ("the mask is applied after the softmax, so the remaining weights no longer sum to 1. Fill the "
+     "masked scores with float('-inf') before the softmax instead.",
+     lambda q, k, v, m: _attention(q, k, v, m, mask_mode="after")),
+    ("the mask has no effect: masked keys still get weight. Fill the scores where mask is False with "
+     "float('-inf') before the softmax, e.g. scores.masked_fill(~mask, float('-inf')).",
+     lambda q, k, v, m: _attention(q, k, v, m, mask_mode="ignore")),
+    ("the mask is inverted and the masked scores are set to 0: masked_fill(mask, 0.0) fills the keys that "
+     "may be attended, and exp(0) = 1 still gives them weight. Fill where the mask is False, with "
+     "float('-inf'): scores.masked_fill(~mask, float('-inf')).",
+     lambda q, k, v, m: _attention(q, k, v, m, mask_mode="inverted_zero")),
+    ("the bool mask is added to the scores: True counts as 1 and False as 0, so the masked keys only lose "
+     "1 and keep most of their weight. A bool mask selects: scores.masked_fill(~mask, float('-inf')) "
+     "(an additive mask would hold 0 and -inf).",
+     lambda q, k, v, m: _attention(q, k, v, m, mask_mode="add")),
+    ("masked scores are filled with the smallest score (scores.min()), which still gets weight after the "
+     "softmax. Fill them with float('-inf') (or torch.finfo(scores.dtype).min), which gets none.",
+     lambda q, k, v, m: _attention(q, k, v, m, mask_mode="smallest")),
+    ("the weights are log-probabilities (log_softmax): they are negative and do not sum to 1. Use "
+     "torch.softmax(scores, dim=-1).",
+     lambda q, k, v, m: _attention(q, k, v, m, weights_are="log_softmax")),
+    ("exp() overflows: your softmax does not subtract each row's maximum before exp(), and exp(89) is "
+     "already infinite in float32, so large scores give inf / inf = NaN. Subtract "
+     "scores.amax(dim=-1, keepdim=True) first, or use torch.softmax.",
+     lambda q, k, v, m: _fragile(q, k, v, m, "naive")),
+    ("the mask is applied after the softmax and the kept weights renormalised: the same on paper, but "
+     "mask before the softmax; renormalising divides 0 by 0 when every kept weight underflows (large "
+     "scores whose maximum sits on a masked key), which gives NaN. Fill the masked scores with "
+     "float('-inf'), then take the softmax.",
+     lambda q, k, v, m: _fragile(q, k, v, m, "renormalise")),
+    ("the scores are divided by the square root of the number of keys (L_k = k.shape[-2]); divide by "
+     "sqrt(d_k), the size of the last dimension of q and k: q.shape[-1].",
+     lambda q, k, v, m: _attention(q, k, v, m, scale="sqrt_lk")),
+    ("the scores are divided by the square root of the number of queries (L_q). d_k is the last "
+     "dimension of q, q.shape[-1]; q.shape[2] is d_k only for 3-D inputs, and L_q once there is a heads "
+     "dimension.",
+     lambda q, k, v, m: _attention(q, k, v, m, scale="sqrt_lq")),
+    ("the scores are divided by d_k / 2. In Python `d_k ** 1/2` means (d_k ** 1) / 2, because ** binds "
+     "tighter than /: write d_k ** 0.5 or math.sqrt(d_k).",
+     lambda q, k, v, m: _attention(q, k, v, m, scale="half")),
+    ("the scaling comes after the softmax: the weights are divided by sqrt(d_k), so rows no longer sum "
+     "to 1. Scale the scores before the softmax: softmax(q @ k^T / sqrt(d_k)).",
+     lambda q, k, v, m: _attention(q, k, v, m, scale="none", weights_are="scaled_after")),
+    ("the weights you return are the raw scores from before the softmax. Return the weights after "
+     "the softmax (the ones you multiply v with).",
+     lambda q, k, v, m: _attention(q, k, v, m, weights_are="scores")),
+]
+
+
+def _fitted_scale(q, k, weights) -> float | None:
+    """If ``weights`` are softmax(q k^T / c) for one wrong constant c, return c."""
+    scores_shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    if tuple(weights.shape) != scores_shape or not torch.isfinite(weights).all() or (weights <= 0).any():
+        return None
+    raw = (q.double() @ k.double().transpose(-2, -1))
+    logs = torch.log(weights.double())
+    raw_c, logs_c = raw - raw.mean(-1, keepdim=True), logs - logs.mean(-1, keepdim=True)
+    slope = float((raw_c * logs_c).sum() / (raw_c * raw_c).sum())  # 1 / c
+    if slope <= 0:
+        return None
+    residual = float((logs_c - slope * raw_c).abs().max())
+    if residual > 1e-4 * max(1.0, float(logs_c.abs().max())):
+        return None
+    scale = 1.0 / slope
+    return None if abs(scale - math.sqrt(q.shape[-1])) < 1e-3 * scale else scale
+
+
+def _attention_cases():
+    g = _gen(1)
+    cases = []
+    # d_k = 8 here: with d_k = 4, sqrt(d_k) = d_k / 2 and two slips would pass unseen.
+    q, k, v = _randn(g, 2, 3, 8), _randn(g, 2, 5, 8), _randn(g, 2, 5, 6)
+    cases.append(("on batched inputs q (2, 3, 8), k (2, 5, 8), v (2, 5, 6) without a mask", q, k, v, None,
+                  ""))
+    q, k, v = _randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 5, 8), _randn(g, 2, 3, 5, 6)
+    cases.append(("on multi-head inputs q (2, 3, 4, 8), k (2, 3, 5, 8), v (2, 3, 5, 6) without a mask",
+                  q, k, v, None,
+                  "It works for 3-D inputs but not with a heads dimension: transpose only the last two "
+                  "dimensions (k.transpose(-2, -1)) and use dim=-1."))
+    pad = torch.tensor([[True] * 5, [True, True, True, False, False]])
+    q, k, v = _randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 5, 8), _randn(g, 2, 3, 5, 6)
+    cases.append(("with a padding mask of shape (2, 1, 1, 5) (True = may attend), q (2, 3, 4, 8)",
+                  q, k, v, pad[:, None, None, :],
+                  "Without a mask your code is right, so look at how you use the mask: fill the scores "
+                  "where mask is False with float('-inf') before the softmax."))
+    q, k, v = _randn(g, 2, 4, 8), _randn(g, 2, 5, 8), _randn(g, 2, 5, 3)
+    cases.append(("with a padding mask of shape (2, 1, 5) on 3-D inputs", q, k, v, pad[:, None, :], ""))
+    x = _randn(g, 1, 2, 5, 4)
+    cases.append(("with a causal mask of shape (5, 5) (self-attention)", x, x.clone() * 0.5 + 0.1,
+                  _randn(g, 1, 2, 5, 6), torch.ones(5, 5, dtype=torch.bool).tril(), ""))
+    rnd = torch.rand(2, 2, 4, 5, generator=g) > 0.5
+    rnd[..., 0] = True  # every query keeps at least one key (fully masked rows are not tested)
+    q, k, v = _randn(g, 2, 2, 4, 8), _randn(g, 2, 2, 5, 8), _randn(g, 2, 2, 5, 6)
+    cases.append(("with a full (2, 2, 4, 5) mask", q, k, v, rnd, ""))
+    q, k, v = _randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 5, 8), _randn(g, 2, 3, 5, 6)
+    cases.append(("with tiny inputs (about 1e-3)", q * 1e-3, k * 1e-3, v * 1e-3, pad[:, None, None, :], ""))
+    q, k, v = _randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 5, 8), _randn(g, 2, 3, 5, 6)
+    cases.append(("with large inputs (q, k about 10, v about 1000)", q * 10, k * 10, v * 1e3,
+                  pad[:, None, None, :],
+                  "It works on ordinary inputs but not on large ones. If you wrote the softmax yourself, "
+                  "subtract each row's maximum before exp() (or use torch.softmax)."))
+    q, k, v = _randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 5, 8), _randn(g, 2, 3, 5, 6)
+    cases.append(("on float64 inputs with a padding mask (2, 1, 1, 5)", q.double(), k.double(), v.double(),
+                  pad[:, None, None, :], "Keep the inputs' dtype: no .float() and no float32 tensors inside."))
+    return cases
+
+
+@_checker("scaled_dot_product_attention")
+def check_scaled_dot_product_attention(fn):
+    """Check ``scaled_dot_product_attention(q, k, v, mask=None) -> (out, weights)``."""
+    name = exercise("scaled_dot_product_attention").name
+    for label, q, k, v, mask, case_hint in _attention_cases():
+        inputs = {"q": q, "k": k, "v": v}
+        if mask is not None:
+            inputs["mask"] = mask
+        before = _snapshot(inputs)
+        if mask is None:
+            result = _invoke(name, label, fn, q, k, v)
+        else:
+            result = _invoke(name, label, fn, q, k, v, mask)
+        _check_unchanged(name, before, inputs)
+        want = _attention(q, k, v, mask)
+        want_out, want_w = want["out"], want["weights"]
+        if isinstance(result, torch.Tensor):
+            raise ExerciseError(
+                f"Your {name} returned a single tensor {label}; it should return two: (out, weights).\n"
+                "Hint: end with `return out, weights`."
+            )
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            if isinstance(result, (tuple, list)):
+                raise ExerciseError(
+                    f"Your {name} returned {len(result)} values {label}; it should return two: (out, weights)."
+                )
+            _expect_tensor(name, result, label, "the pair (out, weights)")
+        for position, what in ((0, "first value (out)"), (1, "second value (the weights)")):
+            if result[position] is None:
+                raise ExerciseError(
+                    f"Your {name} returned None as its {what} {label}.\nHint: return both tensors, "
+                    "`return out, weights` (F.scaled_dot_product_attention gives only out: compute the "
+                    "weights yourself)."
+                )
+        out = _expect_tensor(name, result[0], label, "out as its first value")
+        weights = _expect_tensor(name, result[1], label, "the weights as its second value")
+        if out.shape == want_w.shape and weights.shape == want_out.shape and out.shape != weights.shape:
+            raise ExerciseError(
+                f"Your {name} returned (weights, out) {label}; the order is (out, weights)."
+            )
+        for what, got, ref, desc in (("out", out, want_out, "(..., L_q, d_v)"),
+                                     ("weights", weights, want_w, "(..., L_q, L_k)")):
+            if got.shape != ref.shape:
+                hint = _shape_hint(got.shape, ref.shape, mask is not None)
+                hint = f"\nHint: {hint}" if hint else ""
+                if what == "out" and got.shape[-1] == q.shape[-1] != v.shape[-1]:
+                    hint = "\nHint: out's last dimension comes from v (d_v), not from q: out = weights @ v."
+                raise ExerciseError(
+                    f"Your {name} returned {what} of shape {_shape(got)} {label}, but it should be "
+                    f"{desc} = {_shape(ref)}.{hint}"
+                )
+            if got.dtype != ref.dtype:
+                raise ExerciseError(
+                    f"Your {name} returned {what} with dtype {got.dtype} {label}, but the inputs are "
+                    f"{ref.dtype}. Keep the inputs' dtype (no .double(), no float64 constants as tensors)."
+                )
+        bad = {key: t for key, t, ref in (("out", out, want_out), ("weights", weights, want_w))
+               if not _close(t, ref)}
+        if not bad:
+            continue
+        def rerun(q=q, k=k, v=v, mask=mask, label=label):
+            again = _invoke(name, label, fn, q, k, v, *([] if mask is None else [mask]))
+            return again[0] if isinstance(again, (tuple, list)) and len(again) == 2 else None
+
+        randomness = _random_inside(rerun, out)
+        if randomness:
+            raise ExerciseError(
+                f"Your {name} is random {label}: {randomness}. Something random is inside, such as dropout "
+                "(F.dropout(x, p) is active unless you pass training=False).\nHint: this function has no "
+                "dropout; leave it out (and no torch.manual_seed inside it)."
+            )
+        if list(bad) == ["weights"] and mask is not None and _close(weights, _attention(q, k, v)["weights"]):
+            raise ExerciseError(
+                f"Your {name}'s out is right but the weights you return are from before the mask was "
+                f"applied {label}.\nHint: return the weights after the softmax of the masked scores, the "
+                "same ones you multiply v with."
+            )
+        mistake = _first_match(bad, _ATTENTION_MISTAKES, q, k, v, mask)
+        if mistake:
+            raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
+        scale = _fitted_scale(q, k, weights) if mask is None else None
+        if scale is not None:
+            d_k = q.shape[-1]
+            raise ExerciseError(
+                f"Your {name} is not right yet {label}: your weights are softmax(q @ k^T / c) with c = "
+                f"{scale:.4g}, but c should be sqrt(d_k) = sqrt({d_k}) = {math.sqrt(d_k):.4g}. Look at how "
+                "you compute the scale (d_k = q.shape[-1]; math.sqrt(d_k) or d_k ** 0.5)."
+            )
+        if any(torch.isnan(t).any() for t in bad.values()):
+            hint = case_hint or (
+                "NaN comes from exp() overflowing or from a row where every score is -inf. "
+                + ("Check that the mask is not inverted." if mask is not None else
+                   "If you wrote the softmax yourself, subtract each row's maximum before exp().")
+            )
+            raise ExerciseError(f"Your {name} returned NaN values {label}.\nHint: {hint}")
+        if "out" in bad and "weights" not in bad:
+            raise ExerciseError(
+                f"Your {name}'s weights are right but out is not {label}: "
+                f"{_where_differs(out, want_out)}.\nHint: out = weights @ v."
+            )
+        if "weights" in bad and "out" not in bad:
+            raise ExerciseError(
+                f"Your {name}'s out is right but the weights you return are not {label}: "
+                f"{_where_differs(weights, want_w)}.\nHint: return the weights after the softmax, the "
+                "same ones you multiply v with."
+            )
+        sums = weights.sum(dim=-1)
+        extra = case_hint
+        if not extra and not torch.allclose(sums[~torch.isnan(sums)], torch.ones(()), atol=1e-3):
+            extra = "Each row of your weights should sum to 1 (a softmax over the keys, dim=-1)."
+        raise ExerciseError(
+            f"Your {name} gives different numbers from the reference {label}: "
+            f"{_where_differs(bad.get('out', out), want_out if 'out' in bad else want_w)}."
+            + (f"\nHint: {extra}" if extra else
+               "\nHint: softmax(q @ k^T / sqrt(d_k)) @ v, with masked scores set to -inf before the softmax.")
+        )
+    # Gradients, on the multi-head case with a padding mask (the numbers are right by now).
+    from ..attention import scaled_dot_product_attention as reference
+
+    label, q, k, v, mask, _ = _attention_cases()[2]
+    _check_gradients(name, label, lambda q, k, v: _invoke(name, label, fn, q, k, v, mask),
+                     lambda q, k, v: reference(q, k, v, mask), {"q": q, "k": k, "v": v})

@@ -1,0 +1,347 @@
+"""Checker of ``online_softmax_attention`` (notebook 09): attention over blocks of keys, exact to full softmax.
+
+The learner's output is compared with full attention (``scaled_dot_product_attention(q, k, v, mask)[0]``)
+on batched multi-head and 3-D inputs, block sizes that divide ``L_k`` and that do not, a block larger
+than ``L_k`` and a block of one key, padding masks (at the end, and at the start so that a row's first
+block is all masked), a random mask with a whole block masked and fully masked rows (which must give
+zeros, as the package's attention does), scores large enough to overflow ``exp`` in float32 and scores
+all far below zero, tiny inputs, float64, and the gradients. Where the numbers differ, the usual slips
+are recomputed on the same inputs and named: no rescale of the running sum or of the output when the
+maximum grows, the maximum not carried across blocks, ``exp(-inf - -inf)`` on a masked block, 0 / 0 on
+a fully masked row, a division per block, the scale forgotten, the last short block skipped, ...
+
+**Block by block, really.** The numbers alone cannot tell an online softmax from full attention, so
+while the learner's function runs, the checker records every torch call it makes, with the shapes
+that come back, through a ``torch.overrides.TorchFunctionMode``. That mode sees every function of
+torch and every tensor method, however the code is written: ``@`` (``Tensor.__matmul__``),
+``torch.matmul``, ``einsum``, ``bmm``, ``baddbmm``, ``F.linear``, ``F.scaled_dot_product_attention``,
+elementwise products, and the per-sample calls inside ``torch.vmap``. (Wrapping a few torch
+functions would miss ``@`` and methods; a ``TorchDispatchMode`` would see the same operations one
+level lower, but its first use imports ``torch._dynamo``, about two seconds per grading process.)
+Sizes are chosen so that ``L_q``, ``L_k``, ``d_k`` and ``d_v`` all differ. With ``L_k > block_size``
+the check fails when
+
+* ``scaled_dot_product_attention`` (torch's or the package's) receives more than ``block_size`` keys,
+* a matmul produces scores for more than ``block_size`` keys (an output whose key axis, the one that
+  is neither ``d_k``, ``d_v`` nor ``L_q``, is longer than ``block_size``), or
+* any call returns a floating-point tensor holding both a query axis ``L_q`` and a key axis ``L_k``:
+  the whole score matrix, or a float copy of a full mask (a bool mask may be used whole; slicing it
+  per block is enough).
+
+A two-pass algorithm (block maxima first, then the sums) stays block by block and is accepted.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from ._compare import _check_gradients, _close, _first_match, _random_inside, _shape_hint, _where_differs
+from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
+from .registry import exercise
+
+# ----------------------------------------------------------------------------------------------
+# The online softmax and its usual slips, computed in the inputs' dtype (overflows included)
+
+
+def _online(q, k, v, mask, block, *, scale=True, rescale_sum=True, rescale_acc=True, max_mode="running",
+            guard_blocks=True, guard_rows=True, fill="-inf", divide="end", skip_last=False, inverted=False,
+            rescale_sign=1.0):
+    """Attention over key blocks with a running max and sum; the keywords switch on one slip each."""
+    shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    if mask is not None:
+        mask = torch.broadcast_to(mask, shape)
+        mask = ~mask if inverted else mask
+    if scale:
+        q = q / math.sqrt(q.shape[-1])
+    rows = (*shape[:-1], 1)
+    m = q.new_zeros(rows) if max_mode == "zero" else q.new_full(rows, float("-inf"))
+    s = q.new_zeros(rows)
+    acc = q.new_zeros((*shape[:-1], v.shape[-1]))
+    length = k.shape[-2]
+    stop = length - length % block if skip_last else length
+    n_blocks = 0
+    for start in range(0, stop, block):
+        keys = slice(start, start + block)
+        scores = q @ k[..., keys, :].transpose(-2, -1)
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., keys], float("-inf") if fill == "-inf" else -1e9)
+        n_blocks += 1
+        if divide in ("block_mean", "block_sum"):  # each block's own softmax, the results added up
+            acc = acc + torch.nan_to_num(torch.softmax(scores, dim=-1)) @ v[..., keys, :]
+            continue
+        block_max = scores.amax(dim=-1, keepdim=True)
+        m_new = block_max if max_mode == "block" else torch.maximum(m, block_max)
+        base = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new) if guard_blocks else m_new
+        rescale = torch.exp(rescale_sign * (m - base))
+        p = torch.exp(scores - base)
+        s_new = (s * rescale if rescale_sum else s) + p.sum(dim=-1, keepdim=True)
+        acc = (acc * rescale if rescale_acc else acc) + p @ v[..., keys, :]
+        if divide == "running":  # divided by the running sum at every block, never multiplied back
+            acc = acc / s_new
+        s, m = s_new, m_new
+    if divide == "block_mean":
+        out = acc / max(n_blocks, 1)
+    elif divide in ("block_sum", "running"):
+        out = acc
+    elif guard_rows:
+        out = torch.where(s > 0, acc / s.clamp(min=torch.finfo(s.dtype).tiny), torch.zeros_like(acc))
+    else:
+        out = acc / s
+    return {"out": out}
+
+
+def _variants(**slip):
+    return lambda q, k, v, m, b: _online(q, k, v, m, b, **slip)
+
+
+_ONLINE_MISTAKES = [
+    ("the running sum is not rescaled when the maximum grows: when a block raises the max from m_old to "
+     "m_new, every exp(score - m_old) already added must be multiplied by exp(m_old - m_new), so "
+     "s = s * exp(m_old - m_new) + exp(scores - m_new).sum(-1).",
+     _variants(rescale_sum=False)),
+    ("the output accumulator is not rescaled when the maximum grows: the weighted sum of values "
+     "gathered so far was measured from the old max, so multiply it by exp(m_old - m_new) too before "
+     "adding the new block: acc = acc * exp(m_old - m_new) + exp(scores - m_new) @ v_block.",
+     _variants(rescale_acc=False)),
+    ("neither the running sum nor the output accumulator is rescaled when the maximum grows: both were "
+     "measured from the old max, so multiply both by exp(m_old - m_new) before adding the new block (compute "
+     "that factor before you overwrite m).",
+     _variants(rescale_sum=False, rescale_acc=False)),
+    ("each block is measured from its own maximum and the blocks' sums are added as they are: a running "
+     "max must be carried across blocks, m_new = max(m_old, block max), and what was added before rescaled "
+     "by exp(m_old - m_new).",
+     _variants(max_mode="block", rescale_sum=False, rescale_acc=False)),
+    ("the maximum is not carried across blocks: each block starts from its own max, so when a later block's "
+     "max is lower the factor exp(m_old - m_new) overflows to inf (float32 overflows beyond exp(88)) and gives "
+     "NaN. Keep the running max: m_new = torch.maximum(m_old, block max).",
+     _variants(max_mode="block")),
+    ("a block whose keys are all masked gives NaN: its max is -inf, and exp(-inf - -inf) = exp(nan). While a "
+     "row has seen only masked keys, measure from 0 instead: base = torch.where(torch.isinf(m_new), 0, m_new).",
+     lambda q, k, v, m, b: [_online(q, k, v, m, b, guard_blocks=False),
+                            _online(q, k, v, m, b, guard_blocks=False, guard_rows=False)]),
+    ("a fully masked row gives NaN (0 / 0: its running sum stays 0). The package's attention returns zeros "
+     "there: divide only where the sum is positive, e.g. torch.where(s > 0, acc / s, 0) or "
+     "acc / s.clamp(min=tiny) * (s > 0).",
+     _variants(guard_rows=False)),
+    ("a fully masked row gives the mean of v: with a finite fill such as -1e9 every masked key is equally "
+     "likely. Fill with float('-inf') (and guard the blocks and rows), or set the rows with no key to zero, "
+     "as the package's attention does.",
+     _variants(fill="finite")),
+    ("each block is normalised on its own (a softmax per block) and the results averaged or added: the "
+     "softmax runs over all keys, so keep the unnormalised sums (running sum and accumulator) across blocks "
+     "and divide once, at the end: out = acc / s.",
+     lambda q, k, v, m, b: [_online(q, k, v, m, b, divide="block_mean"), _online(q, k, v, m, b, divide="block_sum")]),
+    ("the accumulator is divided by the running sum at every block, and the earlier blocks' share is never "
+     "multiplied back: keep acc unnormalised and divide once at the end (or multiply the old output by "
+     "s_old * rescale / s_new before adding the new block's p @ v / s_new).",
+     _variants(divide="running")),
+    ("the scores are not scaled: divide q @ k^T by sqrt(d_k) (or scale q once before the loop).",
+     _variants(scale=False)),
+    ("the mask is inverted: True means 'may attend', so fill the scores where the mask is False "
+     "(scores.masked_fill(~mask_block, float('-inf'))).",
+     lambda q, k, v, m, b: [_online(q, k, v, m, b, inverted=True),
+                            _online(q, k, v, m, b, inverted=True, guard_rows=False)]),
+    ("the last, shorter block of keys is skipped when block_size does not divide L_k: loop "
+     "for start in range(0, L_k, block_size) and slice k[..., start:start + block_size, :], which gives "
+     "the shorter last block too.",
+     _variants(skip_last=True)),
+    ("the rescaling factor has the wrong sign: when the max grows from m_old to m_new, what was added "
+     "shrinks by exp(m_old - m_new) (at most 1), not exp(m_new - m_old).",
+     _variants(rescale_sign=-1.0)),
+    ("the running max starts at 0 instead of -inf: when every score of a row is far below 0, exp(score - 0) "
+     "underflows to 0 and the row divides 0 by 0. Start it at float('-inf') (torch.full(..., -inf)), so the "
+     "first block sets it.",
+     lambda q, k, v, m, b: [_online(q, k, v, m, b, max_mode="zero"),
+                            _online(q, k, v, m, b, max_mode="zero", guard_rows=False)]),
+]
+
+
+# ----------------------------------------------------------------------------------------------
+# Is it block by block? What the learner's code computes, recorded at the dispatcher
+
+
+_MATMULS = {"matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "addmm", "baddbmm", "addbmm", "einsum",
+            "linear", "tensordot", "inner", "dot", "mv"}
+
+
+class _Recorder(TorchFunctionMode):
+    """Every torch call's name, its floating outputs' shapes and its tensor arguments' shapes."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops: list[tuple[str, list, list]] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        shapes = [tuple(o.shape) for o in outs if isinstance(o, torch.Tensor) and o.is_floating_point()]
+        inputs = [tuple(a.shape) for a in args if isinstance(a, torch.Tensor)]
+        self.ops.append((getattr(func, "__name__", ""), shapes, inputs))
+        return out
+
+
+def _not_blockwise(ops, l_q: int, l_k: int, d_k: int, d_v: int, block: int) -> str:
+    """Why the recorded operations are not block by block ("" when they are)."""
+    features = {d_k, d_v}
+    for op, outs, inputs in ops:
+        if "scaled_dot_product" in op and len(inputs) > 1 and len(inputs[1]) >= 2 and inputs[1][-2] > block:
+            return (f"it calls {op} on {inputs[1][-2]} keys at once, which takes the softmax over all of them "
+                    "in one go")
+        for shape in outs:
+            if len(shape) < 2:
+                continue
+            if op in _MATMULS:
+                a, b = shape[-2], shape[-1]
+                keys = b if b not in features | {l_q} else (a if b == l_q and a not in features else 0)
+                if keys > block:
+                    return (f"it computes scores for {keys} keys at once (a matmul giving {shape}), more than "
+                            f"block_size={block}")
+            tail = shape[-3:]
+            if l_q in tail and l_k in tail and l_q != l_k:
+                return (f"it holds a {shape} tensor of floats, as large as the whole score matrix "
+                        f"(..., L_q={l_q}, L_k={l_k}) (the scores, or a float copy of the whole mask)")
+    return ""
+
+
+# ----------------------------------------------------------------------------------------------
+# The inputs
+
+
+def _online_cases():
+    """(label, q, k, v, mask, block_size), the first ones catching the most."""
+    g = _gen(9)
+    b, h, l_q, l_k, d_k, d_v = 2, 3, 5, 11, 6, 7
+    cases = []
+
+    def qkv(*lead, scale=1.0, lq=l_q, lk=l_k):
+        return (_randn(g, *lead, lq, d_k, scale=scale), _randn(g, *lead, lk, d_k, scale=scale),
+                _randn(g, *lead, lk, d_v))
+
+    q, k, v = qkv(b, h)
+    shapes = "q (2, 3, 5, 6), k (2, 3, 11, 6), v (2, 3, 11, 7)"
+    cases.append((f"on {shapes}, block_size=4 (11 keys: blocks of 4, 4 and 3), no mask", q, k, v, None, 4))
+    q, k, v = qkv(b, scale=1.0, lq=5, lk=9)
+    cases.append(("on 3-D inputs q (2, 5, 6), k (2, 9, 6), v (2, 9, 7), block_size=3 (divides 9), no mask",
+                  q, k, v, None, 3))
+    q, k, v = qkv(b, h)
+    end = torch.ones(b, 1, 1, l_k, dtype=torch.bool)
+    end[1, ..., 7:] = False
+    cases.append((f"on {shapes} with a padding mask (2, 1, 1, 11), the second sequence padded at the end, "
+                  "block_size=4", q, k, v, end, 4))
+    start = torch.ones(b, 1, 1, l_k, dtype=torch.bool)
+    start[0, ..., :5] = False  # the whole first block (and one more key) masked
+    cases.append((f"on {shapes} with a padding mask (2, 1, 1, 11) that masks the first 5 keys of the first "
+                  "sequence (its whole first block), block_size=4", q, k, v, start, 4))
+    rnd = torch.rand(b, h, l_q, l_k, generator=g) > 0.4
+    rnd[..., 4:8] = False  # a whole middle block masked for every row
+    rnd[0, 0, 1] = False  # a fully masked row: zeros, as the package's attention gives
+    rnd[1, 2, 3] = False
+    cases.append((f"on {shapes} with a (2, 3, 5, 11) mask: a whole block (keys 4 to 7) masked, and two query "
+                  "rows with every key masked (they must give zeros, as the package's attention does), "
+                  "block_size=4", q, k, v, rnd, 4))
+    q, k, v = qkv(b, h, scale=10.0)
+    k[..., :4, :] *= 3.0  # a first block with larger scores than the later ones: maxima fall from block to block
+    k[..., 4:, :] *= 0.3
+    cases.append((f"with large scores (q, k about 10: scores in the hundreds, the first block's the largest), "
+                  f"{shapes}, a padding mask (2, 1, 1, 11), block_size=4", q, k, v, end, 4))
+    q = _randn(g, b, h, l_q, d_k).abs() * 8.0 + 2.0
+    k = -(_randn(g, b, h, l_k, d_k).abs() * 8.0 + 2.0)
+    cases.append((f"with every score far below zero (about -100 and less), {shapes}, block_size=4",
+                  q, k, _randn(g, b, h, l_k, d_v), None, 4))
+    q, k, v = qkv(b, h)
+    cases.append((f"with tiny inputs (about 1e-3), {shapes}, a padding mask (2, 1, 1, 11), block_size=4",
+                  q * 1e-3, k * 1e-3, v * 1e-3, end, 4))
+    q, k, v = qkv(1, 1, lq=7, lk=7)
+    cases.append(("as self-attention with a causal mask (7, 7), q, k (1, 1, 7, 6), v (1, 1, 7, 7), block_size=3",
+                  q, k, v, torch.ones(7, 7, dtype=torch.bool).tril(), 3))
+    q, k, v = qkv(b, h)
+    cases.append((f"on {shapes} with block_size=1 (one key at a time) and a padding mask (2, 1, 1, 11)",
+                  q, k, v, end, 1))
+    cases.append((f"on {shapes} with block_size=16 (one block holds every key), no mask", q, k, v, None, 16))
+    q, k, v = qkv(b, h)
+    cases.append((f"on float64 inputs {shapes} with a padding mask (2, 1, 1, 11), block_size=4",
+                  q.double(), k.double(), v.double(), end, 4))
+    return cases
+
+
+def _reference(q, k, v, mask):
+    from ..attention import scaled_dot_product_attention
+
+    return scaled_dot_product_attention(q, k, v, mask)[0]
+
+
+def _call(name, fn, label, q, k, v, mask, block, record: bool):
+    inputs = {"q": q, "k": k, "v": v} | ({"mask": mask} if mask is not None else {})
+    before = _snapshot(inputs)
+    recorder = _Recorder() if record else None
+    if recorder is None:
+        got = _invoke(name, label, fn, q, k, v, mask, block_size=block)
+    else:
+        with recorder:
+            got = _invoke(name, label, fn, q, k, v, mask, block_size=block)
+    _check_unchanged(name, before, inputs)
+    return got, (recorder.ops if recorder is not None else [])
+
+
+@_checker("online_softmax_attention")
+def check_online_softmax_attention(fn):
+    """Check ``online_softmax_attention(q, k, v, mask=None, block_size=4) -> out`` (keys a block at a time)."""
+    name = exercise("online_softmax_attention").name
+    cases = _online_cases()
+    for label, q, k, v, mask, block in cases:
+        got, ops = _call(name, fn, label, q, k, v, mask, block, record=k.shape[-2] > block)
+        if isinstance(got, (tuple, list)) and len(got) == 2 and isinstance(got[0], torch.Tensor):
+            raise ExerciseError(
+                f"Your {name} returned two tensors {label}; it returns only the output (..., L_q, d_v): an "
+                "online softmax never holds the whole weight matrix, so there are no weights to return."
+            )
+        got = _expect_tensor(name, got, label, "the output tensor")
+        want = _reference(q, k, v, mask)
+        if got.shape != want.shape:
+            hint = _shape_hint(got.shape, want.shape, mask is not None)
+            if got.shape[-1] == q.shape[-1] != v.shape[-1]:
+                hint = "the output's last dimension comes from v (d_v): acc gathers p @ v_block."
+            raise ExerciseError(f"Your {name} returned shape {_shape(got)} {label}, but it should be "
+                                f"(..., L_q, d_v) = {_shape(want)}." + (f"\nHint: {hint}" if hint else ""))
+        if got.dtype != want.dtype:
+            raise ExerciseError(f"Your {name} returned dtype {got.dtype} {label}, but the inputs are "
+                                f"{want.dtype}. Keep the inputs' dtype (no .float() or .double() inside; "
+                                "torch.full(..., dtype=q.dtype) or q.new_full(...) for the running max).")
+        why = _not_blockwise(ops, q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1], block)
+        if why:
+            raise ExerciseError(
+                f"Your {name} does not work block by block {label}: {why}. An online softmax holds the scores of "
+                "one block of block_size keys at a time, never more.\nHint: loop over the keys, for start in "
+                "range(0, L_k, block_size): score only k[..., start:start + block_size, :], fold that block "
+                "into the running max, the running sum and the output, then move on (slice a mask the same "
+                "way, mask[..., start:start + block_size], keeping it bool)."
+            )
+        if _close(got, want):
+            continue
+        rerun = (lambda q=q, k=k, v=v, mask=mask, block=block, label=label:
+                 _call(name, fn, label, q, k, v, mask, block, record=False)[0])
+        randomness = _random_inside(rerun, got)
+        if randomness:
+            raise ExerciseError(f"Your {name} is random {label}: {randomness}.\nHint: nothing in it is "
+                                "random: no dropout, no torch.manual_seed.")
+        mistake = _first_match({"out": got}, _ONLINE_MISTAKES, q, k, v, mask, block)
+        if mistake:
+            raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
+        if torch.isnan(got).any() or torch.isinf(got).any():
+            raise ExerciseError(
+                f"Your {name} returned NaN or infinite values {label}.\nHint: subtract the running max before "
+                "exp() (m starts at -inf, grows with each block), measure a block from 0 while the row has seen "
+                "only masked keys (exp(-inf - -inf) is NaN), and give rows with no key zeros instead of 0 / 0."
+            )
+        raise ExerciseError(
+            f"Your {name} does not match full softmax attention {label}: {_where_differs(got, want)}.\nHint: per "
+            "block: scores = q @ k_block^T / sqrt(d_k) (masked with -inf); m_new = max(m, scores.max(-1)); "
+            "rescale = exp(m - m_new); s = s * rescale + exp(scores - m_new).sum(-1); acc = acc * rescale + "
+            "exp(scores - m_new) @ v_block; m = m_new. At the end, out = acc / s."
+        )
+    label, q, k, v, mask, block = cases[2]
+    _check_gradients(name, label, lambda q, k, v: _call(name, fn, label, q, k, v, mask, block, record=False)[0],
+                     lambda q, k, v: _reference(q, k, v, mask), {"q": q, "k": k, "v": v})

@@ -1,0 +1,138 @@
+"""Checker of the ``FeedForward`` class (notebook 06): w1, the activation, w2, and nothing else."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import torch
+import torch.nn.functional as F
+
+from ._compare import _compare_output
+from ._modules import (
+    _build,
+    _call_module,
+    _check_repeatable,
+    _copy_params,
+    _fresh_output,
+    _module_gradients,
+    _randomise,
+    _sub,
+)
+from ._run import _checker, _gen, _randn
+from .registry import exercise
+
+
+def _ffn(x, p, *, act="gelu", act_out=False, residual=False, bias=True, act_in=False, gate=False, tied=False):
+    x64 = x.double()
+    acts_in = {"gelu": F.gelu, "relu": F.relu}
+    h = F.linear(acts_in[act](x64) if act_in else x64, p["w1.weight"].double(),
+                 p["w1.bias"].double() if bias else None)
+    linear_h = h
+    acts = {
+        "gelu": F.gelu, "relu": F.relu, "none": lambda t: t, "tanh": lambda t: F.gelu(t, approximate="tanh"),
+        "sigmoid": lambda t: t * torch.sigmoid(1.702 * t), "silu": F.silu,
+        "erf_no_sqrt2": lambda t: 0.5 * t * (1 + torch.erf(t / 2)),
+    }
+    h = h if act_in else acts[act](h)
+    if gate:  # a gated unit that reuses w1 for its gate
+        h = h * linear_h
+    w2 = p["w1.weight"].double().T if tied else p["w2.weight"].double()
+    y = F.linear(h, w2, p["w2.bias"].double() if bias else None)
+    if act_out:
+        y = acts[act](y)
+    if residual:
+        y = y + x64
+    return {"out": y.to(x.dtype)}
+
+
+def _ffn_mistakes(expected: str):
+    other = "relu" if expected == "gelu" else "gelu"
+    mistakes = [
+        (f"it uses {'ReLU' if other == 'relu' else 'GELU'} where this feed-forward network should use "
+         f"{expected.upper() if expected == 'gelu' else 'ReLU'}"
+         + (" (the default activation is the exact GELU: F.gelu(h))." if expected == "gelu"
+            else " (activation='relu' was asked: F.relu(h); read self.activation)."),
+         lambda x, p: _ffn(x, p, act=other)),
+        ("there is no non-linearity between w1 and w2: apply the activation to w1(x) before w2.",
+         lambda x, p: _ffn(x, p, act="none")),
+        ("the activation is also applied after w2; the output is w2(act(w1(x))), with nothing after w2.",
+         lambda x, p: _ffn(x, p, act=expected, act_out=True)),
+        ("it adds the input back (a residual). The feed-forward network returns w2(act(w1(x))) only; "
+         "the encoder block adds the residual.",
+         lambda x, p: _ffn(x, p, act=expected, residual=True)),
+        ("the biases of w1 and w2 are missing: call the layers, self.w1(x), or pass their bias to F.linear.",
+         lambda x, p: _ffn(x, p, act=expected, bias=False)),
+        ("the activation is applied to x before w1; it belongs between the two layers: w2(act(w1(x))).",
+         lambda x, p: _ffn(x, p, act=expected, act_in=True)),
+        ("the hidden layer is multiplied by w1(x) again, a gated unit whose gate reuses w1. This feed-forward "
+         "network is w2(act(w1(x))) (a gated variant such as SwiGLU has gate weights of its own).",
+         lambda x, p: _ffn(x, p, act=expected, gate=True)),
+        ("the second layer uses w1's weight (transposed) instead of w2's: call self.w2(h), which has its own "
+         "weight (d_model, d_ff).",
+         lambda x, p: _ffn(x, p, act=expected, tied=True)),
+    ]
+    if expected == "gelu":
+        mistakes += [
+            ("it uses an approximation of GELU (tanh or sigmoid). The course uses the exact GELU with "
+             "the erf: F.gelu(h) (approximate='none').",
+             lambda x, p: [_ffn(x, p, act="tanh"), _ffn(x, p, act="sigmoid")]),
+            ("it uses SiLU (swish) instead of GELU: use F.gelu(h).", lambda x, p: _ffn(x, p, act="silu")),
+            ("the GELU divides by 2 inside the erf; the exact GELU is 0.5 * h * (1 + erf(h / sqrt(2))), "
+             "which is F.gelu(h).", lambda x, p: _ffn(x, p, act="erf_no_sqrt2")),
+        ]
+    return mistakes
+
+
+@_checker("feed_forward")
+def check_feed_forward(cls):
+    """Check a ``FeedForward(d_model, d_ff)`` class (``w1``, ``w2``, exact GELU by default)."""
+    from ..feed_forward import FeedForward as Reference
+
+    name = exercise("feed_forward").name
+    g = _gen(4)
+    paths = ("w1.weight", "w1.bias", "w2.weight", "w2.bias")
+    try:
+        params_of_init = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        params_of_init = {}
+    settings = [(8, 32, None, 31), (6, 10, None, 32)]
+    if "activation" in params_of_init:
+        settings += [(8, 16, "relu", 33), (8, 16, "gelu", 34)]
+    for d_model, d_ff, activation, seed in settings:
+        if activation is None:
+            rebuild, ref, act = functools.partial(_build, name, cls, d_model, d_ff), Reference(d_model, d_ff), "gelu"
+        else:
+            rebuild = functools.partial(_build, name, cls, d_model, d_ff, activation=activation)
+            ref, act = Reference(d_model, d_ff, activation=activation), activation
+        cand = rebuild()
+        ref.eval()
+        for path in paths:
+            _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
+        _randomise(name, cand, paths, seed)
+        _copy_params(name, cand, ref, paths)
+        p = {path: _sub(name, ref, path).detach() for path in paths}
+        x = _randn(g, 2, 5, d_model)
+        setting = f"d_model={d_model}, d_ff={d_ff}" + (f", activation={activation!r}" if activation else "")
+        cases = [
+            (f"with {setting}, x (2, 5, {d_model})", x),
+            (f"with {setting}, tiny inputs (about 1e-3)", x * 1e-3),
+            (f"with {setting}, large inputs (about 1000)", x * 1e3),
+            (f"with {setting}, x (1, 3, {d_model})", _randn(g, 1, 3, d_model)),
+            (f"with {setting}, x (4, 7, {d_model})", _randn(g, 4, 7, d_model)),
+        ]
+        for mode in ("eval", "train"):
+            getattr(cand, mode)()
+            for label, xx in cases:
+                label_m = f"{label}, in {mode}() mode"
+                got = _call_module(name, cand, label_m, xx)
+                if mode == "eval":
+                    _check_repeatable(name, cand, label_m, got, xx)
+                _compare_output(name, got, ref(xx), label_m, _ffn_mistakes(act), (xx, p),
+                                "output = w2(activation(w1(x))), the same for every position; take the "
+                                "sizes from x, never fixed numbers.",
+                                rerun=functools.partial(_call_module, name, cand, label_m, xx),
+                                random_hint="this FeedForward was built without dropout (the exercise's has "
+                                            "none), so nothing in it may be random, even in train() mode.",
+                                fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx))
+        _module_gradients(name, cand, ref, paths, f"{cases[0][0]}, in eval() mode", cases[0][1])

@@ -1,0 +1,208 @@
+"""Checker of ``rename_key(key) -> str | None`` (notebook 11): a Hugging Face BERT key to this package's name.
+
+Every key of a real BERT-base checkpoint is asked for (12 layers, so the layer numbers 10 and 11 have
+two digits), without the ``bert.`` prefix (the loader strips it first): the embeddings, every layer's
+16 tensors, and the keys the encoder does not use (``embeddings.position_ids`` and the pooler), which
+must give None. Keys the map does not know must raise ``ValueError``, the error the loader catches
+to list them: ``KeyError`` is refused (a plain dict lookup raises it, and the loader would stop at the
+first unknown key instead of reporting them all), and so is a made-up name or None.
+
+A wrong map is compared with the usual slips on all keys at once (norm1 and norm2 swapped, w1 and w2
+swapped, q, k and v mixed up, the layer number shifted or cut to one digit, weight and bias mixed,
+the pooler or position_ids mapped, the ``layers.`` prefix missing or renamed ...) and the slip that
+explains what differs is named, or the first key that differs is shown.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from ._run import ExerciseError, _checker, _invoke, _NotAttempted
+from .registry import exercise
+
+_UNKNOWN = (
+    "cls.predictions.bias",  # the masked-language-model head of BertForPreTraining
+    "encoder.layer.0.attention.self.query.kernel",  # a TensorFlow name
+    "embeddings.LayerNorm.gamma",  # the old LayerNorm names
+    "encoder.layer.3.crossattention.self.query.weight",  # a decoder's cross-attention
+    "encoder.layer.2.attention.self.query",  # no .weight or .bias
+    "encoder.layers.0.attention.self.query.weight",  # layers, not layer
+    "encoder.layer.x.output.dense.weight",  # no layer number
+    "embeddings.word_embeddings",
+)
+
+
+def _keys() -> list[str]:
+    from ..interop import IGNORED_KEYS, name_map
+
+    return list(name_map(12)) + list(IGNORED_KEYS)
+
+
+def _answer(name, fn, key):
+    """What the learner's function does with one key: ("value", str | None) or ("raise", exception type)."""
+    label = f"for the key {key!r}"
+    try:
+        return ("value", _invoke(name, label, fn, key))
+    except ExerciseError as exc:
+        cause = exc.__cause__
+        if cause is None:  # the checker's own verdict (time limit, the reference used): it stands
+            raise
+        return ("raise", type(cause), exc)
+
+
+def _shift(value, by):
+    m = re.match(r"^layers\.(\d+)\.(.+)$", value or "")
+    return f"layers.{int(m.group(1)) + by}.{m.group(2)}" if m else value
+
+
+def _swap(value, pairs):
+    if value is None:
+        return None
+    for a, b in pairs:
+        if a in value:
+            return value.replace(a, b)
+        if b in value:
+            return value.replace(b, a)
+    return value
+
+
+def _slips(reference):
+    """Named mutations of the reference map: (message, function key -> what that slip gives)."""
+    def layer_of(key):
+        m = re.match(r"^encoder\.layer\.(\d+)\.", key)
+        return m.group(1) if m else None
+
+    slips = [
+        ("attention.output.LayerNorm and output.LayerNorm are swapped: the LayerNorm after the attention "
+         "(attention.output.LayerNorm) is norm1, the one after the feed-forward network (output.LayerNorm) "
+         "is norm2.",
+         lambda key: _swap(reference(key), [(".norm1.", ".norm2.")])),
+        ("intermediate.dense and output.dense are swapped: intermediate.dense is the first feed-forward layer "
+         "(d_model -> d_ff), ffn.w1; the layer's output.dense is the second (d_ff -> d_model), ffn.w2.",
+         lambda key: _swap(reference(key), [(".ffn.w1.", ".ffn.w2.")])),
+        ("the layer number is shifted by one: BERT counts its layers from 0, as layers.0, layers.1, ... do; "
+         "keep the number as it is.",
+         lambda key: _shift(reference(key), 1)),
+        ("the layer number is shifted by one: BERT counts its layers from 0, as layers.0, layers.1, ... do; "
+         "keep the number as it is.",
+         lambda key: _shift(reference(key), -1)),
+        ("the layer number is cut to its first digit, so layers 10 and 11 become 1: take the whole number, "
+         "key.split('.')[2] (or the regex \\d+).",
+         lambda key: re.sub(r"^layers\.(\d)\d+\.", r"layers.\1.", reference(key)) if reference(key) else None),
+        ("weight and bias are mixed up: a key ending in .weight maps to a name ending in .weight, and .bias to "
+         ".bias.",
+         lambda key: _swap(reference(key), [(".weight", ".bias")])),
+        ("weight and bias are mixed up: a key ending in .weight maps to a name ending in .weight, and .bias to "
+         ".bias.",
+         lambda key: _swap(reference(key), [(".weight", ".bias")]) if layer_of(key) else reference(key)),
+        ("the pooler is mapped to a name: the encoder has no pooler (BERT's dense + tanh on [CLS], trained for "
+         "next-sentence prediction), so pooler.dense.weight and pooler.dense.bias give None.",
+         lambda key: ("pooler" if key.startswith("pooler.") else reference(key))),
+        ("embeddings.position_ids is mapped to a name: it is a constant buffer (0, 1, ..., 511), not a weight, "
+         "so it gives None.",
+         lambda key: ("position_ids" if key == "embeddings.position_ids" else reference(key))),
+        ("the ignored keys raise: embeddings.position_ids and the pooler are keys the encoder does not use, "
+         "and give None; only keys the map does not know raise ValueError.",
+         lambda key: ("raise" if reference(key) is None else reference(key))),
+        ("the layer prefix is missing: a layer's parameters live under layers.<number>., e.g. "
+         "encoder.layer.3.attention.self.query.weight -> layers.3.attn.w_q.weight.",
+         lambda key: re.sub(r"^layers\.\d+\.", "", reference(key)) if reference(key) else None),
+        ("the layers are named differently: Encoder keeps its blocks in self.layers, so a layer's parameters "
+         "are layers.<number>.<name> (layers.3.attn.w_q.weight), not encoder.layer, blocks or layer.",
+         lambda key: ("renamed", reference(key)) if (reference(key) or "").startswith("layers.") else reference(key)),
+    ]
+    for perm in itertools.permutations(("w_q", "w_k", "w_v")):
+        if perm != ("w_q", "w_k", "w_v"):
+            table = dict(zip(("w_q", "w_k", "w_v"), perm))
+            slips.append((
+                "query, key and value are mixed up: attention.self.query is attn.w_q, attention.self.key is "
+                "attn.w_k and attention.self.value is attn.w_v.",
+                lambda key, table=table: re.sub(r"\.attn\.(w_[qkv])\.", lambda m: f".attn.{table[m.group(1)]}.",
+                                                reference(key)) if reference(key) else None))
+    return slips
+
+
+def _matches(value, expected) -> bool:
+    if isinstance(expected, tuple):  # ("renamed", ours): the same name under another prefix than layers.
+        got = value[1] if value[0] == "value" else None
+        rest = expected[1][len("layers"):]
+        return isinstance(got, str) and got.endswith(rest) and not got.startswith("layers.")
+    if expected == "raise":
+        return value[0] == "raise"
+    if expected in ("pooler", "position_ids"):  # any name at all where None is due
+        return value[0] == "value" and isinstance(value[1], str)
+    return value == ("value", expected)
+
+
+def _shown(value) -> str:
+    if value[0] == "raise":
+        return f"raise {value[1].__name__}"
+    return repr(value[1])
+
+
+@_checker("rename_key")
+def check_rename_key(fn):
+    """Check ``rename_key(key) -> str | None`` on every key of a BERT-base checkpoint and on unknown keys."""
+    from ..interop import rename_key as reference
+
+    name = exercise("rename_key").name
+    keys = _keys()
+    answers = {key: _answer(name, fn, key) for key in keys}
+    for key, value in answers.items():
+        if value[0] == "value" and value[1] is not None and not isinstance(value[1], str):
+            raise ExerciseError(f"Your {name} returned a {type(value[1]).__name__} for the key {key!r}; it "
+                                "should return our parameter name (a str) or None.")
+    wrong = [key for key in keys if answers[key] != ("value", reference(key))]
+    if wrong:
+        raised = [key for key in wrong if answers[key][0] == "raise"
+                  and answers[key][1] is not ValueError and reference(key) is not None]
+        if raised:  # the learner's code failed on a known key: its own error says most
+            raise answers[raised[0]][2]
+        slips = _slips(reference)
+        for message, slip in slips:  # a slip that explains every key
+            if all(_matches(answers[key], slip(key)) for key in keys):
+                raise ExerciseError(f"Your {name} is not right yet: {message}")
+        key = wrong[0]
+        want = reference(key)
+        found = next((message for message, slip in slips
+                      if slip(key) != want and _matches(answers[key], slip(key))), "")
+        if found:
+            found = found[0].upper() + found[1:]
+        if answers[key][0] == "raise" and want is not None:
+            raise ExerciseError(
+                f"Your {name} raises {answers[key][1].__name__} for the key {key!r}, a key of the checkpoint that "
+                f"maps to {want!r}.\nHint: the map has the 5 embedding keys and 16 keys per layer "
+                "(encoder.layer.<n>.<part>.weight and .bias); only keys outside it raise ValueError."
+            )
+        raise ExerciseError(
+            f"Your {name} gives {_shown(answers[key])} for the key {key!r}, but the right name is {want!r}"
+            + (f" ({len(wrong)} keys differ)" if len(wrong) > 1 else "") + "."
+            + (f"\nHint: {found}" if found else "\nHint: our names are those of Encoder's state_dict(): "
+               "embeddings.token.weight, ..., layers.<n>.attn.w_q.weight, ..., layers.<n>.norm2.bias.")
+        )
+    for key in _UNKNOWN:
+        label = f"for the unknown key {key!r}"
+        try:
+            got = _invoke(name, label, fn, key)
+        except ExerciseError as exc:
+            if isinstance(exc.__cause__, ValueError):
+                continue
+            if isinstance(exc.__cause__, KeyError):
+                raise ExerciseError(
+                    f"Your {name} raises KeyError {label}; the contract is ValueError. The loader catches "
+                    "ValueError to list every key it does not know (a KeyError would stop it at the first "
+                    f"one).\nHint: raise ValueError(f\"unknown key: {{key!r}}\") when the key is neither mapped "
+                    "nor ignored (a dict lookup raises KeyError: catch it, or test `key in table` first)."
+                ) from exc.__cause__
+            raise
+        except _NotAttempted:
+            raise
+        shown = "None" if got is None else repr(got)
+        raise ExerciseError(
+            f"Your {name} returns {shown} {label}; a key the map does not know must raise ValueError, so the "
+            "loader can report it instead of "
+            + ("silently dropping it (None means 'a key we do not use', which only position_ids and the pooler "
+               "are)." if got is None else "loading a tensor under a made-up name.")
+            + "\nHint: after the known keys, end with raise ValueError(f\"unknown key: {key!r}\")."
+        )

@@ -1,0 +1,156 @@
+"""Checker of the ``LayerNorm`` class (notebook 05): the axis, the biased variance, eps, gamma and beta."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from ._compare import _compare_output
+from ._modules import (
+    _build,
+    _call_module,
+    _check_repeatable,
+    _copy_params,
+    _fresh_output,
+    _module_gradients,
+    _randomise,
+    _sub,
+)
+from ._run import ExerciseError, _checker, _gen, _randn
+from .registry import exercise
+
+
+def _ln(x, weight, bias, eps, *, dims=(-1,), unbiased=False, eps_out=False, use_w=True, use_b=True,
+        center=True, swap=False, use_eps=True, rms=False, bias_first=False, eps_how="add", weight_scale=None):
+    x64 = x.double()
+    mean = x64.mean(dim=dims, keepdim=True) if center else 0.0
+    var = x64.var(dim=dims, keepdim=True, unbiased=unbiased)
+    if rms:  # RMSNorm: the mean square, nothing subtracted
+        var = (x64 ** 2).mean(dim=dims, keepdim=True)
+    e = eps if use_eps else 0.0
+    if weight_scale is not None:  # gamma changed before use (normalised, say)
+        weight = weight_scale(weight.double())
+    if eps_how == "clamp":  # var.clamp(min=eps) instead of var + eps
+        y = (x64 - mean) / torch.sqrt(var.clamp(min=eps))
+    elif eps_how == "squared":  # eps read as a standard deviation: sqrt(var + eps ** 2)
+        y = (x64 - mean) / torch.sqrt(var + eps ** 2)
+    elif eps_out:
+        y = (x64 - mean) / (var.sqrt() + e)
+    else:
+        y = (x64 - mean) / torch.sqrt(var + e)
+    w, b = (bias, weight) if swap else (weight, bias)
+    if bias_first:
+        return {"out": ((y + b.double()) * w.double()).to(x.dtype)}
+    if use_w:
+        y = y * w.double()
+    if use_b:
+        y = y + b.double()
+    return {"out": y.to(x.dtype)}
+
+
+_LN_MISTAKES = [
+    ("it normalises over the wrong axis. LayerNorm normalises each token over its own features, the "
+     "last dimension: mean and variance with dim=-1, keepdim=True (not across the sequence or batch).",
+     lambda x, w, b, e: [_ln(x, w, b, e, dims=(d,)) for d in range(x.dim() - 1)]
+     + [_ln(x, w, b, e, dims=tuple(range(x.dim())))] + ([_ln(x, w, b, e, dims=(-2, -1))] if x.dim() > 2 else [])),
+    ("it normalises each feature over the batch and the sequence, as BatchNorm does. LayerNorm "
+     "normalises each token over its own features: mean and variance with dim=-1, keepdim=True.",
+     lambda x, w, b, e: _ln(x, w, b, e, dims=tuple(range(x.dim() - 1)))),
+    ("it divides by the root mean square without subtracting the mean: that is RMSNorm. LayerNorm "
+     "first centres each token: (x - mean) / sqrt(var + eps).",
+     lambda x, w, b, e: _ln(x, w, b, e, center=False, rms=True)),
+    ("self.bias is added before multiplying by self.weight. The order is weight * x_hat + bias.",
+     lambda x, w, b, e: _ln(x, w, b, e, bias_first=True)),
+    ("it uses the unbiased variance (dividing by d_model - 1). LayerNorm divides by d_model: "
+     "x.var(dim=-1, unbiased=False, keepdim=True) (torch.var and torch.std default to unbiased).",
+     lambda x, w, b, e: [_ln(x, w, b, e, unbiased=True), _ln(x, w, b, e, unbiased=True, eps_out=True)]),
+    ("eps is added outside the square root. It belongs inside: (x - mean) / sqrt(var + eps).",
+     lambda x, w, b, e: _ln(x, w, b, e, eps_out=True)),
+    ("eps is missing: divide by sqrt(var + eps), not sqrt(var) (it matters when the variance is tiny).",
+     lambda x, w, b, e: _ln(x, w, b, e, use_eps=False)),
+    ("it ignores the eps it was given: use self.eps (the value passed to __init__), not a fixed number.",
+     lambda x, w, b, e: [_ln(x, w, b, fixed) for fixed in (1e-5, 1e-6, 1e-12, 1e-8) if fixed != e]),
+    ("gamma (self.weight) and beta (self.bias) are swapped: y = x_hat * weight + bias.",
+     lambda x, w, b, e: _ln(x, w, b, e, swap=True)),
+    ("gamma and beta are missing: after normalising, multiply by self.weight and add self.bias.",
+     lambda x, w, b, e: _ln(x, w, b, e, use_w=False, use_b=False)),
+    ("gamma (self.weight) is missing: multiply the normalised x by self.weight before adding self.bias.",
+     lambda x, w, b, e: _ln(x, w, b, e, use_w=False)),
+    ("beta (self.bias) is missing: add self.bias after multiplying by self.weight.",
+     lambda x, w, b, e: _ln(x, w, b, e, use_b=False)),
+    ("the mean is not subtracted: x_hat = (x - mean) / sqrt(var + eps).",
+     lambda x, w, b, e: _ln(x, w, b, e, center=False)),
+    ("the variance is clamped at eps (var.clamp(min=eps)) instead of having eps added: divide by "
+     "sqrt(var + eps), which differs wherever the variance is small.",
+     lambda x, w, b, e: _ln(x, w, b, e, eps_how="clamp")),
+    ("eps is squared: sqrt(var + eps ** 2) reads eps as a standard deviation. eps is added to the variance "
+     "as it is: sqrt(var + eps).",
+     lambda x, w, b, e: _ln(x, w, b, e, eps_how="squared")),
+    ("self.weight is changed before it is used (normalised or rescaled): multiply by gamma as it is, "
+     "y = self.weight * x_hat + self.bias.",
+     lambda x, w, b, e: [_ln(x, w, b, e, weight_scale=lambda g: g / g.norm()),
+                         _ln(x, w, b, e, weight_scale=lambda g: g / g.abs().max()),
+                         _ln(x, w, b, e, weight_scale=lambda g: g / g.sum())]),
+    ("two slips: it normalises over the wrong axis (LayerNorm normalises each token over its own features, "
+     "dim=-1, keepdim=True) and beta (self.bias) is never added.",
+     lambda x, w, b, e: [_ln(x, w, b, e, dims=(d,), use_b=False) for d in range(x.dim() - 1)]),
+]
+
+
+@_checker("layer_norm")
+def check_layer_norm(cls):
+    """Check a ``LayerNorm(d_model, eps=1e-5)`` class (parameters ``weight``, ``bias``)."""
+    from ..layer_norm import LayerNorm as Reference
+
+    name = exercise("layer_norm").name
+    g = _gen(3)
+    for d_model, eps, seed in ((16, None, 21), (8, 1e-3, 22)):
+        if eps is None:
+            rebuild, ref = functools.partial(_build, name, cls, d_model), Reference(d_model, fast=False)
+        else:
+            rebuild = functools.partial(_build, name, cls, d_model, eps=eps)
+            ref = Reference(d_model, eps=eps, fast=False)
+        cand = rebuild()
+        default_eps = getattr(cand, "eps", None)
+        if eps is None and isinstance(default_eps, float) and default_eps != 1e-5:
+            raise ExerciseError(
+                f"Your {name}'s default eps is {default_eps:g}; the exercise's (and nn.LayerNorm's) is 1e-5. "
+                "Keep the __init__ the exercise gives: def __init__(self, d_model, eps=1e-5)."
+            )
+        for path in ("weight", "bias"):
+            _sub(name, cand, path, shape=(d_model,))
+        _randomise(name, cand, ("weight", "bias"), seed)
+        _copy_params(name, cand, ref, ("weight", "bias"))
+        w, b, e = ref.weight.detach(), ref.bias.detach(), ref.eps
+        eps_txt = f"eps={e:g}"
+        x = _randn(g, 2, 5, d_model) + 0.5
+        cases = [
+            (f"on x of shape (2, 5, {d_model}), {eps_txt}", x, ""),
+            (f"on x of shape (4, {d_model}) (2-D input), {eps_txt}", _randn(g, 4, d_model) * 2 - 1, ""),
+            (f"on tiny inputs (about 1e-3), {eps_txt}", x * 1e-3,
+             "It works on ordinary inputs but not on tiny ones, where eps matters: "
+             "(x - mean) / sqrt(var + eps), with the eps given to __init__."),
+            (f"on large inputs (about 1000), {eps_txt}", x * 1e3, ""),
+            (f"on x of shape (3, 2, 4, {d_model}) (4-D input), {eps_txt}", _randn(g, 3, 2, 4, d_model),
+             "Normalise over the last dimension, dim=-1, whatever the number of dimensions."),
+        ]
+        for mode in ("eval", "train"):
+            getattr(cand, mode)()
+            for label, xx, case_hint in cases:
+                label_m = label if mode == "eval" else f"{label}, in train() mode"
+                got = _call_module(name, cand, label_m, xx)
+                _check_repeatable(name, cand, label_m, got, xx)
+                _compare_output(name, got, ref(xx), label_m, _LN_MISTAKES, (xx, w, b, e),
+                                "y = weight * (x - mean) / sqrt(var + eps) + bias, with mean and the "
+                                "biased variance over the last dimension.", case_hint, factor=2.0,
+                                fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx))
+        _module_gradients(name, cand, ref, ("weight", "bias"), cases[0][0], cases[0][1])
+        # In float64, as after model.double(): the result must stay float64 (no .float() inside).
+        cand.double().eval()
+        x64 = x.double()
+        label = f"on a float64 x of shape (2, 5, {d_model}) with the module in float64 (.double()), {eps_txt}"
+        got = _call_module(name, cand, label, x64)
+        _compare_output(name, got, ref.double()(x64), label, _LN_MISTAKES, (x64, w, b, e),
+                        "compute in the input's dtype: no .float() or float32 constants as tensors.",
+                        factor=2.0)

@@ -1,0 +1,153 @@
+"""Checkers of ``padding_mask`` and ``causal_mask`` (notebook 03): shape, dtype, and which positions are True."""
+
+from __future__ import annotations
+
+import torch
+
+from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _invoke, _shape, _snapshot
+from .registry import exercise
+
+
+def _check_mask_like(name, got, want, label, layout,
+                     build="a comparison such as `token_ids != pad_id` already gives bools"):
+    got = _expect_tensor(name, got, label, "a bool mask")
+    if got.shape != want.shape:
+        hint = f"\nHint: {layout}"
+        raise ExerciseError(
+            f"Your {name} returned shape {_shape(got)} {label}, but it should be {_shape(want)}.{hint}"
+        )
+    if got.dtype != torch.bool:
+        raise ExerciseError(
+            f"Your {name} returned dtype {got.dtype} {label}; a mask should be a bool tensor "
+            f"(True = may attend).\nHint: {build}; do not convert it to numbers (no .float(), .int(), "
+            ".long())."
+        )
+    return got
+
+
+def _padding_mistake(got: torch.Tensor, ids: torch.Tensor, pad_id: int) -> str:
+    """Name the rule a wrong (B, L) padding mask follows, if it is a usual one ("" if none fits)."""
+    length = ids.shape[1]
+    real = ids != pad_id
+    positions = torch.arange(length)
+    rules = [
+        (ids > pad_id, "it keeps the ids greater than pad_id (token_ids > pad_id), which works only while "
+                       "pad_id is the smallest id; here a real token has a smaller id. Compare for "
+                       "inequality: token_ids != pad_id."),
+        (positions[None, :] < real.sum(dim=1, keepdim=True),
+         "it assumes the padding sits at the end (a mask built from each sequence's length), but padding "
+         "may be anywhere (on the left, or in the middle): compare every id with pad_id, token_ids != pad_id."),
+        (ids != ids[:, -1:], "it takes each sequence's last token as its padding, but a sequence without "
+                             "padding ends in a real token: compare with the pad_id argument, token_ids != pad_id."),
+        (positions[None, :] < (ids == pad_id).int().argmax(dim=1, keepdim=True),
+         "it keeps the positions before the first pad (argmax of token_ids == pad_id), which marks a sequence "
+         "without padding all False (argmax of all False is 0) and drops real tokens after a pad: compare "
+         "every id with pad_id, token_ids != pad_id."),
+        ((positions != pad_id)[None, :].expand(ids.shape[0], length),
+         "it compares the positions (torch.arange(L)) with pad_id, not the token ids: token_ids != pad_id."),
+    ]
+    for rule, message in rules:
+        if torch.equal(got, rule):
+            return message
+    return ""
+
+
+@_checker("padding_mask")
+def check_padding_mask(fn):
+    """Check ``padding_mask(token_ids, pad_id) -> BoolTensor[B, 1, 1, L]`` (True = real token)."""
+    from ..masks import padding_mask as reference
+
+    name = exercise("padding_mask").name
+    cases = [
+        (torch.tensor([[5, 7, 9, 0, 0], [3, 4, 0, 0, 0], [8, 6, 2, 4, 1]]), 0,
+         "for token ids of shape (3, 5) with pad_id=0"),
+        (torch.tensor([[0, 17, 4, 1, 1, 1], [0, 9, 9, 9, 12, 2]]), 1,
+         "for token ids of shape (2, 6) with pad_id=1 (0 is a real token here)"),
+        (torch.tensor([[2, 3]]), 0, "for token ids of shape (1, 2) without padding"),
+        (torch.tensor([[0, 0, 4, 5], [6, 0, 7, 0]]), 0,
+         "for token ids (2, 4) padded on the left and in the middle (pad_id=0)"),
+    ]
+    for ids, pad_id, label in cases:
+        inputs = {"token_ids": ids}
+        before = _snapshot(inputs)
+        got = _invoke(name, label, fn, ids, pad_id)
+        _check_unchanged(name, before, inputs)
+        want = reference(ids, pad_id)
+        b, length = ids.shape
+        if isinstance(got, torch.Tensor) and got.shape != want.shape:
+            if tuple(got.shape) == (b, length):
+                layout = ("add the two middle dimensions so the mask broadcasts over heads and queries: "
+                          "mask[:, None, None, :] gives (B, 1, 1, L).")
+            elif tuple(got.shape) == (length, 1, 1, b):
+                layout = ("the sequences and the positions are swapped: one row per sequence of token_ids as "
+                          "given, (B, 1, 1, L), without transposing it (no .T).")
+            elif sorted(got.shape) == sorted(want.shape) and got.shape[-1] == length:
+                layout = "the batch axis comes first: (B, 1, 1, L), e.g. mask[:, None, None, :]."
+            elif sorted(got.shape) == sorted(want.shape):
+                layout = "the key axis L must be the last dimension: (B, 1, 1, L)."
+            else:
+                layout = "the shape should be (B, 1, 1, L), e.g. (token_ids != pad_id)[:, None, None, :]."
+        else:
+            layout = "the shape should be (B, 1, 1, L)."
+        got = _check_mask_like(name, got, want, label, layout)
+        if torch.equal(got, want):
+            continue
+        if torch.equal(got, ~want):
+            raise ExerciseError(
+                f"Your {name} is inverted {label}: it marks the padding with True. In this course True "
+                "means 'may attend', so real tokens are True and padding is False (token_ids != pad_id)."
+            )
+        if pad_id != 0 and torch.equal(got, (ids != 0)[:, None, None, :]):
+            raise ExerciseError(
+                f"Your {name} compares with 0 instead of pad_id {label}. Use the pad_id argument: "
+                "token_ids != pad_id."
+            )
+        named = _padding_mistake(got[:, 0, 0, :], ids, pad_id)
+        if named:
+            raise ExerciseError(f"Your {name} is not right yet {label}: {named}")
+        raise ExerciseError(
+            f"Your {name} gives a different mask {label}: you return {got[:, 0, 0, :].int().tolist()}, "
+            f"the right mask is {want[:, 0, 0, :].int().tolist()} (1 = True = real token)."
+        )
+
+
+@_checker("causal_mask")
+def check_causal_mask(fn):
+    """Check ``causal_mask(L) -> BoolTensor[L, L]``, True on and below the diagonal."""
+    name = exercise("causal_mask").name
+    for length in (5, 1, 2, 8):
+        label = f"for L={length}"
+        got = _invoke(name, label, fn, length)
+        want = torch.ones(length, length, dtype=torch.bool).tril()
+        got = _check_mask_like(name, got, want, label,
+                               "return one row per query and one column per key: shape (L, L).",
+                               "build it from bools, e.g. torch.ones(L, L, dtype=torch.bool).tril()")
+        if torch.equal(got, want):
+            continue
+        ones = torch.ones(length, length, dtype=torch.bool)
+        if torch.equal(got, ones.triu(1)):
+            message = ("it is inverted: True marks the future positions. True means 'may attend', so "
+                       "position i may attend to 0..i (the lower triangle, torch.tril).")
+        elif torch.equal(got, ones.triu()):
+            message = ("True sits on and above the diagonal, so each position sees the future. Query i "
+                       "(row i) may attend to keys 0..i: the lower triangle, torch.tril.")
+        elif torch.equal(got, ones.tril(-1)):
+            message = ("the diagonal is False, so a position cannot attend to itself. Keep the diagonal: "
+                       "torch.tril(..., diagonal=0).")
+        elif torch.equal(got, ~ones.tril(-1)):
+            message = "it is inverted. True means 'may attend': True on and below the diagonal (torch.tril)."
+        elif torch.equal(got, torch.eye(length, dtype=torch.bool)):
+            message = ("only the diagonal is True, so each position sees only itself. Position i may attend "
+                       "to every key up to itself, 0..i: the lower triangle, torch.tril.")
+        elif any(torch.equal(got, ones.tril(d)) for d in range(1, length)):
+            d = next(d for d in range(1, length) if torch.equal(got, ones.tril(d)))
+            message = (f"torch.tril(..., diagonal={d}) lets each position also see the next {d} key(s), the "
+                       "future. Use diagonal=0 (the default): position i attends to keys 0..i.")
+        elif any(torch.equal(got, ones.triu(d)) for d in range(-length + 1, 0)):
+            d = next(d for d in range(-length + 1, 0) if torch.equal(got, ones.triu(d)))
+            message = (f"torch.triu(..., diagonal={d}) keeps the upper triangle, the future keys. A causal mask "
+                       "is the lower triangle: torch.tril(torch.ones(L, L, dtype=torch.bool)).")
+        else:
+            message = (f"you return {got.int().tolist()}, the right mask is {want.int().tolist()} "
+                       "(1 = True = may attend; row = query, column = key).")
+        raise ExerciseError(f"Your {name} is not right yet {label}: {message}")

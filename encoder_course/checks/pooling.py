@@ -1,0 +1,164 @@
+"""Checker of ``mean_pool(hidden, mask) -> (B, d)`` (notebook 10): the average over each sequence's real tokens.
+
+Compared with the package's ``mean_pool`` on masks with padding at the end, at the start and in the
+middle, sequences without padding, a batch of one, float64 and large values. A sequence with no real
+token at all must give zeros, as the package's ``mean_pool`` (and sentence-transformers, which clamps
+the count) does: 0 / 0 = NaN there is named, and so is any other value. That case comes last, so a
+learner meets it only once everything else is right.
+"""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+from ._compare import _check_gradients, _close, _first_match, _shape_hint, _where_differs
+from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
+from .registry import exercise
+
+
+def _pool(hidden, mask, kind="right"):
+    """The mean over real tokens and its usual slips (in float64, returned in hidden's dtype)."""
+    h, keep = hidden.double(), mask.double()[..., None]  # (B, L, d), (B, L, 1)
+    count = keep.sum(dim=1)  # (B, 1)
+    if kind == "all_tokens":
+        out = h.mean(dim=1)
+    elif kind == "divide_by_L":
+        out = (h * keep).sum(dim=1) / h.shape[1]
+    elif kind == "inverted":
+        pads = 1.0 - keep
+        out = (h * pads).sum(dim=1) / pads.sum(dim=1).clamp(min=1.0)
+    elif kind == "sum":
+        out = (h * keep).sum(dim=1)
+    elif kind == "batch_count":  # divided by the real tokens of the whole batch
+        out = (h * keep).sum(dim=1) / keep.sum()
+    elif kind == "first_token":
+        out = h[:, 0]
+    elif kind == "max":
+        out = h.masked_fill(keep == 0, float("-inf")).amax(dim=1)
+    elif kind == "nan_empty":  # 0 / 0 on a sequence without a real token
+        out = (h * keep).sum(dim=1) / count
+    else:
+        out = (h * keep).sum(dim=1) / count.clamp(min=1.0)
+    return {"out": out.to(hidden.dtype)}
+
+
+_POOL_MISTAKES = [
+    ("it averages over every position, padding included: only the real tokens count, "
+     "(hidden * mask[..., None]).sum(dim=1) / mask.sum(dim=1, keepdim=True).",
+     lambda h, m: _pool(h, m, "all_tokens")),
+    ("it divides by the length L, padding included, instead of each sequence's number of real tokens: "
+     "divide by mask.sum(dim=1, keepdim=True).",
+     lambda h, m: _pool(h, m, "divide_by_L")),
+    ("the mask is inverted: True marks the real tokens, so it averages over the padding. Keep the positions "
+     "where the mask is True.",
+     lambda h, m: _pool(h, m, "inverted")),
+    ("it returns the sum over the real tokens, not their mean: divide by each sequence's number of real "
+     "tokens, mask.sum(dim=1, keepdim=True).",
+     lambda h, m: _pool(h, m, "sum")),
+    ("it divides by the number of real tokens in the whole batch (mask.sum()), not in each sequence: "
+     "mask.sum(dim=1, keepdim=True) gives one count per sequence, (B, 1).",
+     lambda h, m: _pool(h, m, "batch_count")),
+    ("it returns the first token's vector ([CLS] pooling); mean pooling averages every real token.",
+     lambda h, m: _pool(h, m, "first_token")),
+    ("it takes the maximum over the real tokens (max pooling); mean pooling averages them.",
+     lambda h, m: _pool(h, m, "max")),
+]
+
+
+def _pool_cases():
+    g = _gen(10)
+    b, length, d = 3, 6, 4
+    h = _randn(g, b, length, d)
+    end = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 0]], dtype=torch.bool)
+    places = torch.tensor([[0, 0, 1, 1, 1, 1], [1, 0, 1, 1, 0, 1], [1, 1, 1, 1, 0, 0]], dtype=torch.bool)
+    return [
+        ("for hidden (3, 6, 4) and a mask (3, 6) padded at the end (one sequence without padding)", h, end),
+        ("for hidden (3, 6, 4) and a mask (3, 6) padded at the start, in the middle and at the end",
+         _randn(g, b, length, d), places),
+        ("for a batch of one, hidden (1, 5, 4), mask (1, 5) with two pads", _randn(g, 1, 5, d),
+         torch.tensor([[1, 1, 1, 0, 0]], dtype=torch.bool)),
+        ("for large values (about 1000), hidden (3, 6, 4)", h * 1e3, places),
+        ("for float64 hidden (3, 6, 4)", _randn(g, b, length, d).double(), end),
+        ("for hidden (2, 3, 4) whose second sequence has no real token at all",
+         _randn(g, 2, 3, d), torch.tensor([[1, 1, 0], [0, 0, 0]], dtype=torch.bool)),
+    ]
+
+
+def _call(name, label, fn, hidden, mask):
+    """The learner's call; a broadcasting error between (B, L, d), (B, L) and (B,) gets its own hint."""
+    try:
+        return _invoke(name, label, fn, hidden, mask)
+    except ExerciseError as exc:
+        sizes = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)",
+                          str(exc.__cause__ or ""))
+        b, length, d = hidden.shape
+        pair = {int(sizes.group(1)), int(sizes.group(2))} if sizes else set()
+        if pair == {d, length}:
+            hint = ("the mask (B, L) does not line up with hidden (B, L, d): give it a trailing axis, "
+                    "mask[..., None] or mask.unsqueeze(-1), (B, L, 1).")
+        elif pair == {d, b}:
+            hint = ("the count of real tokens is (B,) and the sum (B, d): keep the count's axis, "
+                    "mask.sum(dim=1, keepdim=True), (B, 1), so each row is divided by its own count.")
+        else:
+            raise
+        raise ExerciseError(str(exc).split("\nHint:")[0] + f"\nHint: {hint}") from exc.__cause__
+
+
+@_checker("mean_pool")
+def check_mean_pool(fn):
+    """Check ``mean_pool(hidden, mask) -> Tensor (B, d)`` (mask (B, L), True = real token)."""
+    from ..pooling import mean_pool as reference
+
+    name = exercise("mean_pool").name
+    cases = _pool_cases()
+    for label, hidden, mask in cases:
+        inputs = {"hidden": hidden, "mask": mask}
+        before = _snapshot(inputs)
+        got = _call(name, label, fn, hidden, mask)
+        _check_unchanged(name, before, inputs)
+        got = _expect_tensor(name, got, label, "the pooled vectors")
+        want = reference(hidden, mask)
+        if got.shape != want.shape:
+            b, length, d = hidden.shape
+            hint = _shape_hint(got.shape, want.shape)
+            if tuple(got.shape) == (b, length):
+                hint = "you averaged over the features (the last dimension); average over the tokens, dim=1."
+            elif tuple(got.shape) == (length, d):
+                hint = "you averaged over the batch (dim=0); average over each sequence's tokens, dim=1."
+            elif tuple(got.shape) == (b, b) or tuple(got.shape) == (b, 1, d) or tuple(got.shape) == (b, d, 1):
+                hint = ("the count of real tokens must stay (B, 1) to divide (B, d) row by row: "
+                        "mask.sum(dim=1, keepdim=True), and sum hidden with dim=1 without keepdim.")
+            raise ExerciseError(f"Your {name} returned shape {_shape(got)} {label}, but it should be (B, d) = "
+                                f"{_shape(want)}." + (f"\nHint: {hint}" if hint else ""))
+        if got.dtype != want.dtype:
+            raise ExerciseError(f"Your {name} returned dtype {got.dtype} {label}, but hidden is {want.dtype}. "
+                                "Keep hidden's dtype: turn the mask into hidden's dtype, mask.to(hidden.dtype), "
+                                "not .float().")
+        if _close(got, want):
+            continue
+        empty = ~mask.any(dim=1)
+        if empty.any() and _close(got[~empty], want[~empty]):
+            if torch.isnan(got[empty]).any():
+                raise ExerciseError(
+                    f"Your {name} returns NaN {label}: 0 / 0 for the sequence with no real token. The package "
+                    "gives zeros there (sentence-transformers does the same): clamp the count, "
+                    "mask.sum(dim=1, keepdim=True).clamp(min=1), so such a row is 0 / 1 = 0."
+                )
+            raise ExerciseError(
+                f"Your {name} gives {[round(x, 4) for x in got[empty][0, :3].tolist()]}... for the sequence with "
+                f"no real token {label}; "
+                "the package gives zeros there (there is nothing to average): divide the masked sum by the "
+                "count clamped to at least 1."
+            )
+        mistake = _first_match({"out": got}, _POOL_MISTAKES, hidden, mask)
+        if mistake:
+            raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
+        raise ExerciseError(
+            f"Your {name} does not give the mean of the real tokens {label}: {_where_differs(got, want)}.\nHint: "
+            "sum hidden * mask[..., None] over dim=1 and divide by mask.sum(dim=1, keepdim=True)."
+        )
+    label, hidden, mask = cases[1]
+    _check_gradients(name, label, lambda hidden: _invoke(name, label, fn, hidden, mask),
+                     lambda hidden: reference(hidden, mask), {"hidden": hidden})

@@ -1,0 +1,180 @@
+"""Checker of ``masked_token_loss(logits, labels, mask)`` (notebook 10): mean cross-entropy over real tokens.
+
+Compared with ``F.cross_entropy`` over the real tokens only, on batches with padding at the end and in
+the middle, a batch of one, float64, a batch whose length equals the number of classes (where
+passing (B, L, C) logits straight to ``F.cross_entropy`` runs silently over the wrong axis), and two
+kinds of labels at padding positions: ordinary classes (so an answer that counts padding is caught)
+and ``-100`` (what notebook 10's batches hold there, so an answer that reads them fails as it would in
+training). ``log_softmax`` before ``cross_entropy`` is accepted: it only shifts each row of logits by
+a constant, which cross-entropy ignores.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ._compare import _check_gradients, _close, _first_match
+from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
+from .registry import exercise
+
+
+def _per_token(logits, labels):
+    """Cross-entropy of every position (labels clamped into range where they are padding's)."""
+    safe = labels.clamp(0, logits.shape[-1] - 1)
+    return F.cross_entropy(logits.double().flatten(0, 1), safe.flatten(), reduction="none").view(labels.shape)
+
+
+def _loss(logits, labels, mask, kind="right"):
+    """The masked mean and its usual slips, in float64 (returned in logits' dtype)."""
+    keep = mask.double()
+    per = _per_token(logits, labels)
+    if kind == "all_tokens":
+        if (labels[~mask] < 0).any():
+            raise ValueError("padding labels out of range")
+        out = per.mean()
+    elif kind == "over_BL":
+        out = (per * keep).sum() / labels.numel()
+    elif kind == "over_B":
+        out = (per * keep).sum() / labels.shape[0]
+    elif kind == "inverted":
+        if (labels[~mask] < 0).any():
+            raise ValueError("padding labels out of range")
+        out = (per * (1 - keep)).sum() / (1 - keep).sum()
+    elif kind == "sum":
+        out = (per * keep).sum()
+    elif kind == "per_sequence":  # each sequence's mean, then the mean over sequences
+        out = ((per * keep).sum(dim=1) / keep.sum(dim=1).clamp(min=1)).mean()
+    elif kind == "softmax_first":  # cross_entropy of probabilities
+        probs = torch.softmax(logits.double(), dim=-1)
+        per = _per_token(probs, labels)
+        out = (per * keep).sum() / keep.sum()
+    elif kind == "nll_raw":  # nll_loss on raw logits: -logit of the label
+        picked = logits.double().gather(-1, labels.clamp(0, logits.shape[-1] - 1)[..., None])[..., 0]
+        out = (-picked * keep).sum() / keep.sum()
+    elif kind == "nll_probs":  # nll_loss on softmax probabilities: -p of the label
+        probs = torch.softmax(logits.double(), dim=-1)
+        picked = probs.gather(-1, labels.clamp(0, logits.shape[-1] - 1)[..., None])[..., 0]
+        out = (-picked * keep).sum() / keep.sum()
+    elif kind == "class_axis":  # (B, L, C) given to cross_entropy as it is: dim 1 (L) read as the classes
+        if logits.shape[1] != logits.shape[2]:
+            raise ValueError("only when L == C")
+        per = F.cross_entropy(logits.double(), labels.clamp(0, logits.shape[1] - 1), reduction="none")
+        out = (per * keep).sum() / keep.sum()
+    else:
+        out = (per * keep).sum() / keep.sum()
+    return {"out": out.to(logits.dtype)}
+
+
+_LOSS_MISTAKES = [
+    ("padding is included in the mean: the loss averages over every position. Only the real tokens count: "
+     "F.cross_entropy(logits[mask], labels[mask]), or the per-token losses times the mask, summed, divided by "
+     "mask.sum().",
+     lambda lo, la, m: _loss(lo, la, m, "all_tokens")),
+    ("the sum over the real tokens is divided by B * L, every position, padding included: divide by the "
+     "number of real tokens, mask.sum() ((loss * mask).mean() divides by B * L).",
+     lambda lo, la, m: _loss(lo, la, m, "over_BL")),
+    ("the sum over the real tokens is divided by the batch size B: divide by the number of real tokens, "
+     "mask.sum().",
+     lambda lo, la, m: _loss(lo, la, m, "over_B")),
+    ("the mask is inverted: True marks the real tokens, so it averages over the padding. Keep the positions "
+     "where the mask is True.",
+     lambda lo, la, m: _loss(lo, la, m, "inverted")),
+    ("it returns the sum over the real tokens, not their mean: divide by the number of real tokens, "
+     "mask.sum().",
+     lambda lo, la, m: _loss(lo, la, m, "sum")),
+    ("it averages each sequence first and then the sequences, so a short sequence's tokens weigh more: the "
+     "mean runs over all real tokens of the batch at once, sum / mask.sum().",
+     lambda lo, la, m: _loss(lo, la, m, "per_sequence")),
+    ("the logits go through a softmax before cross_entropy, which applies log_softmax itself: pass the raw "
+     "logits (cross_entropy = log_softmax + nll_loss).",
+     lambda lo, la, m: _loss(lo, la, m, "softmax_first")),
+    ("F.nll_loss gets raw logits: nll_loss expects log-probabilities, so apply log_softmax first, or use "
+     "F.cross_entropy on the logits.",
+     lambda lo, la, m: _loss(lo, la, m, "nll_raw")),
+    ("F.nll_loss gets probabilities (softmax) instead of log-probabilities: use log_softmax, or "
+     "F.cross_entropy on the logits.",
+     lambda lo, la, m: _loss(lo, la, m, "nll_probs")),
+    ("cross_entropy runs over the wrong axis: it takes the classes on dim 1, so (B, L, C) logits given as they "
+     "are make the positions the classes. Pick the real tokens, logits[mask] (N, C) and labels[mask] (N,), or "
+     "pass logits.transpose(1, 2) (B, C, L).",
+     lambda lo, la, m: _loss(lo, la, m, "class_axis")),
+]
+
+
+def _loss_cases():
+    g = _gen(11)
+    b, length, c = 3, 5, 7
+    end = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 0, 0, 0]], dtype=torch.bool)
+    middle = torch.tensor([[1, 0, 1, 1, 0], [0, 1, 1, 1, 1], [1, 1, 1, 0, 1]], dtype=torch.bool)
+
+    def labels(shape, classes, mask, pad):
+        out = torch.randint(0, classes, shape, generator=g)
+        return out.masked_fill(~mask, pad) if pad is not None else out
+
+    return [
+        ("for logits (3, 5, 7), a mask (3, 5) padded at the end, padding labelled with ordinary classes",
+         _randn(g, b, length, c), labels((b, length), c, end, None), end),
+        ("for logits (3, 5, 7), a mask (3, 5) padded in the middle, padding labelled -100 (as in notebook 10's "
+         "batches)", _randn(g, b, length, c), labels((b, length), c, middle, -100), middle),
+        ("for logits (2, 4, 4) (as many positions as classes), a mask padded at the end",
+         _randn(g, 2, 4, 4), labels((2, 4), 4, end[1:, :4], None), end[1:, :4]),
+        ("for a batch of one, logits (1, 6, 3), two pads labelled -100", _randn(g, 1, 6, 3),
+         labels((1, 6), 3, torch.tensor([[1, 1, 1, 1, 0, 0]], dtype=torch.bool), -100),
+         torch.tensor([[1, 1, 1, 1, 0, 0]], dtype=torch.bool)),
+        ("for large logits (about 100), (3, 5, 7), padding labelled -100", _randn(g, b, length, c) * 100,
+         labels((b, length), c, end, -100), end),
+        ("for float64 logits (3, 5, 7), a mask padded in the middle", _randn(g, b, length, c).double(),
+         labels((b, length), c, middle, None), middle),
+    ]
+
+
+@_checker("masked_token_loss")
+def check_masked_token_loss(fn):
+    """Check ``masked_token_loss(logits, labels, mask) -> 0-d Tensor`` (mean cross-entropy over real tokens)."""
+    name = exercise("masked_token_loss").name
+    cases = _loss_cases()
+    for label, logits, labels, mask in cases:
+        inputs = {"logits": logits, "labels": labels, "mask": mask}
+        before = _snapshot(inputs)
+        got = _invoke(name, label, fn, logits, labels, mask)
+        _check_unchanged(name, before, inputs)
+        if isinstance(got, (float, int)) and not isinstance(got, bool):
+            raise ExerciseError(
+                f"Your {name} returned a Python number ({got!r}) {label}; it should return the loss as a tensor, "
+                "which training calls .backward() on.\nHint: no .item() or float(...) at the end."
+            )
+        got = _expect_tensor(name, got, label, "the loss (a 0-d tensor)")
+        want = _loss(logits, labels, mask)["out"]
+        if got.shape != want.shape:
+            if tuple(got.shape) == tuple(labels.shape) or got.dim() == 1 and got.numel() in (
+                    int(mask.sum()), labels.numel()):
+                hint = ("that is one loss per token; the loss is their mean over the real tokens, one number "
+                        "(F.cross_entropy's default reduction='mean' on the real tokens, or sum / mask.sum()).")
+            elif got.numel() == 1:
+                hint = "keep the loss a 0-d tensor: no [None], .reshape(1) or keepdim=True."
+            else:
+                hint = "the loss is one number: the mean over the real tokens."
+            raise ExerciseError(f"Your {name} returned shape {_shape(got)} {label}, but the loss is a 0-d tensor, "
+                                f"shape ().\nHint: {hint}")
+        if got.dtype != want.dtype:
+            raise ExerciseError(f"Your {name} returned dtype {got.dtype} {label}, but the logits are {want.dtype}. "
+                                "Keep the logits' dtype (no .float() or .double() inside).")
+        if _close(got, want):
+            continue
+        mistake = _first_match({"out": got}, _LOSS_MISTAKES, logits, labels, mask)
+        if mistake:
+            raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
+        if torch.isnan(got).any():
+            raise ExerciseError(
+                f"Your {name} returned NaN {label}.\nHint: padding labels may be -100 (notebook 10's batches): "
+                "select the real tokens before you use the labels, logits[mask] and labels[mask]."
+            )
+        raise ExerciseError(
+            f"Your {name} is not the mean cross-entropy over the real tokens {label}: you have {float(got):.6g}, "
+            f"F.cross_entropy(logits[mask], labels[mask]) gives {float(want):.6g}.\nHint: "
+            "F.cross_entropy(logits[mask], labels[mask]): logits[mask] is (N, C), labels[mask] (N,)."
+        )
+    label, logits, labels, mask = cases[0]
+    _check_gradients(name, label, lambda logits: _invoke(name, label, fn, logits, labels, mask),
+                     lambda logits: _loss(logits, labels, mask)["out"], {"logits": logits})

@@ -1,0 +1,163 @@
+"""The notebooks' time and memory budgets, measured by a benchmark rather than asserted by the tests.
+
+``encoder-course budgets`` runs every notebook (solution and learner versions) top to bottom, one at a
+time, each in a fresh kernel, and records its wall time and the kernel's peak memory with the
+machine's description (CPU, cores, load) in ``budgets.json`` at the repository root; ``--readme``
+also rewrites README's table from that file. The budgets themselves: 60 s per notebook (training
+120 s) on a 2-core machine, kernel memory under 2 GB (Binder's limit).
+
+The default test run does not assert these budgets, which depend on the machine: it only keeps a
+ceiling of :data:`CEILING_FACTOR` times the recorded time (at least :data:`CEILING_MIN_S`), which
+catches a hang or a 10x regression on a slow or busy machine, and the memory limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import sys
+from pathlib import Path
+
+BUDGET_S = 60.0
+TRAINING_BUDGET_S = 120.0
+MEMORY_LIMIT = 2 * 1024**3  # Binder's limit
+CEILING_FACTOR = 10.0
+CEILING_MIN_S = 120.0
+FILE_NAME = "budgets.json"
+README_BEGIN = "<!-- budgets:begin -->"
+README_END = "<!-- budgets:end -->"
+
+
+def budget_seconds(name: str) -> float:
+    """The time budget of a notebook, by its file name."""
+    return TRAINING_BUDGET_S if "training" in name else BUDGET_S
+
+
+def ceiling_seconds(name: str, recorded: dict | None) -> float:
+    """The generous limit the default tests use: 10x the recorded time (or the budget), at least 120 s."""
+    base = (recorded or {}).get("seconds") or budget_seconds(name)
+    return max(CEILING_FACTOR * base, CEILING_MIN_S)
+
+
+def machine() -> dict:
+    """What the figures were measured on (no paths, no host names)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    try:
+        import psutil
+
+        memory_gib = round(psutil.virtual_memory().total / 2**30)
+    except ImportError:
+        memory_gib = None
+    import torch
+
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": memory_gib, "load_1min_before": load,
+            "python": platform.python_version(), "torch": torch.__version__,
+            "date": datetime.date.today().isoformat()}
+
+
+def load(root: Path) -> dict:
+    """The recorded budgets (``{"machine": ..., "notebooks": {"solutions/NN_x": {...}}}``), or empty."""
+    path = root / FILE_NAME
+    return json.loads(path.read_text()) if path.exists() else {"machine": {}, "notebooks": {}}
+
+
+def measure(root: Path, names=None, versions=("solutions", "learner"), out=sys.stdout) -> dict:
+    """Run the notebooks one at a time and return the record (see the module docstring)."""
+    import tempfile
+
+    import nbformat
+
+    from .kernel_run import run_notebook
+
+    record = {"machine": machine(), "notebooks": {}}
+    folders = {"solutions": root / "notebooks" / "solutions", "learner": root / "notebooks"}
+    for version in versions:
+        for path in sorted(folders[version].glob("[0-9][0-9]_*.ipynb")):
+            if names and not any(n in path.stem for n in names):
+                continue
+            nb = nbformat.read(path, as_version=4)
+            with tempfile.TemporaryDirectory() as workspace:
+                os.environ["ENCODER_COURSE_WORKSPACE"] = str(Path(workspace) / "my_encoder")
+                run = run_notebook(nb, timeout=10 * budget_seconds(path.name), cwd=path.parent, stop_on_error=True)
+            entry = {"seconds": round(run.seconds, 1), "peak_mib": round(run.peak_rss / 2**20),
+                     "within_budget": run.stop_reason is None and run.seconds <= budget_seconds(path.name)
+                     and run.peak_rss < MEMORY_LIMIT}
+            if run.stop_reason:
+                entry["stopped"] = f"{run.stop_reason} in cell {run.stopped_at}"
+            record["notebooks"][f"{version}/{path.stem}"] = entry
+            out.write(f"{version:9} {path.stem:28} {entry['seconds']:6.1f} s {entry['peak_mib']:5d} MiB"
+                      f"{'' if entry['within_budget'] else '  OVER BUDGET'}\n")
+            out.flush()
+    return record
+
+
+def readme_table(record: dict) -> str:
+    """README's budget table, made from a record."""
+    m = record["machine"]
+    rows = {}
+    for key, entry in record["notebooks"].items():
+        version, name = key.split("/", 1)
+        rows.setdefault(name, {})[version] = entry
+    lines = [
+        f"Measured by `encoder-course budgets` on {m.get('date', '?')}: {m.get('cpu', '?')}, {m.get('cores', '?')} "
+        f"cores, {m.get('memory_gib', '?')} GiB, Python {m.get('python', '?')}, torch {m.get('torch', '?')}; "
+        "each notebook alone, top to bottom, in a fresh kernel.",
+        "",
+        "| notebook | solution (s) | learner (s) | kernel peak (MiB) |",
+        "|---|---:|---:|---:|",
+    ]
+    for name in sorted(rows):
+        sol, learner = rows[name].get("solutions", {}), rows[name].get("learner", {})
+        peak = max(sol.get("peak_mib", 0), learner.get("peak_mib", 0))
+        lines.append(f"| {name} | {sol.get('seconds', '-')} | {learner.get('seconds', '-')} | {peak} |")
+    return "\n".join(lines)
+
+
+def write_readme(root: Path, record: dict) -> None:
+    """Replace README's table between the budget markers."""
+    readme = root / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(README_BEGIN) + ".*?" + re.escape(README_END), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"README.md has no {README_BEGIN} ... {README_END} markers")
+    readme.write_text(pattern.sub(README_BEGIN + "\n" + readme_table(record) + "\n" + README_END, text),
+                      encoding="utf-8")
+
+
+def main(argv=None, root: Path | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="encoder-course budgets", description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="only notebooks whose name contains one of these")
+    parser.add_argument("--readme", action="store_true", help="also rewrite README's table")
+    args = parser.parse_args(argv)
+    from .learner_versions import find_root
+
+    root = root or find_root(None)
+    record = measure(root, args.names)
+    if args.names:  # a partial run updates only the notebooks it measured
+        merged = load(root)
+        merged["notebooks"].update(record["notebooks"])
+        merged["machine"] = record["machine"]
+        record = merged
+    (root / FILE_NAME).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    if args.readme:
+        write_readme(root, record)
+    over = [k for k, e in record["notebooks"].items() if not e.get("within_budget")]
+    verdict = f"over budget: {', '.join(over)}" if over else "all within budget"
+    sys.stdout.write(f"wrote {FILE_NAME}; {verdict}\n")
+    return 1 if over else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

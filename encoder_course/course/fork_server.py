@@ -1,0 +1,165 @@
+"""The verdict fork server, and the container entry point (see ``verdict.py`` for what a verdict process does).
+
+``serve`` runs in a process the grader starts once per run: it imports torch and the course, runs the
+masters' setup cells once (so every fork starts warm), and then forks one verdict process per
+``spawn`` request it gets on its socket, with the request's four pipes (job, token, verdict,
+output). Each fork moves the pipes to fixed descriptors, enters the sandbox (``sandbox.enter``: new
+namespaces, an unprivileged user, limits) and runs ``verdict.run_job``. No learner code ever runs in
+the server itself. It is a child subreaper, reaps every child and reports their exits.
+
+``stdio`` is the entry point inside a container: the token (first line) and the job on stdin, the
+verdict on the original stdout, everything printed on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+from .verdict import JOB_FD, TOKEN_FD, VERDICT_FD, _transformer, describe_error, new_namespace, run_cells, run_job
+
+
+def _preload(setups) -> list[str]:
+    """Import the course and run the masters' setup cells once, so forks start warm. Returns problems."""
+    import importlib
+    import pkgutil
+
+    problems = []
+    import encoder_course
+
+    for info in pkgutil.walk_packages(encoder_course.__path__, "encoder_course."):
+        if info.name.startswith("encoder_course.course."):
+            continue  # the course machinery (nbformat, ...) is not what a check uses
+        try:
+            importlib.import_module(info.name)
+        except Exception as exc:
+            problems.append(f"{info.name}: {type(exc).__name__}: {exc}")
+    transform = _transformer()
+    for source in setups:
+        for _, exc in run_cells(new_namespace(), [{"source": source, "label": "setup cell"}], transform):
+            if exc is not None:
+                problems.append(f"setup cell: {describe_error(exc, '<setup cell>')}")
+    try:  # torch reads /proc/cpuinfo on its first operation; verdict processes have no /proc
+        import torch
+
+        (torch.ones(4, 4) @ torch.ones(4, 4)).sum().item()
+    except Exception as exc:
+        problems.append(f"torch: {exc}")
+    import gc
+
+    gc.collect()
+    if hasattr(gc, "freeze"):
+        gc.freeze()
+    return problems
+
+
+def serve(sock_fd: int) -> int:
+    """The fork server: one verdict process per ``spawn`` request, each a fork of this warm process."""
+    import select
+    import socket
+
+    from . import sandbox
+
+    sock = socket.socket(fileno=sock_fd)
+    sandbox.make_subreaper()
+    sandbox.prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL)
+    namespaces = sandbox.probe_namespaces()
+
+    def send(obj):
+        sock.send(json.dumps(obj).encode())
+
+    send({"hello": True, "pid": os.getpid(), "namespaces": namespaces})
+    children = set()
+    while True:
+        while True:  # reap every child, orphans re-parented to this subreaper included
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if pid in children:
+                children.discard(pid)
+                send({"exit": pid, "status": status})
+        ready, _, _ = select.select([sock], [], [], 0.05)
+        if not ready:
+            continue
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 8)
+        except OSError:
+            data, fds = b"", []
+        if not data:
+            for pid in children:
+                sandbox.kill_session(pid)
+            return 0
+        request = json.loads(data.decode())
+        if request.get("op") == "warm":
+            send({"warm": True, "problems": _preload(request.get("setup", []))})
+            continue
+        if request.get("op") != "spawn":
+            continue
+        pid = os.fork()
+        if pid == 0:
+            sock.close()
+            _child(request, fds)
+        for fd in fds:
+            os.close(fd)
+        children.add(pid)
+        send({"id": request["id"], "pid": pid})
+
+
+def _child(request, fds) -> None:
+    """In a fork of the server: move the pipes to 3/4/5 (output on 1 and 2), isolate, run the job."""
+    code = 70
+    try:
+        import fcntl
+
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 1000) for fd in fds]  # out of the way of 0..5
+        job_r, token_r, verdict_w, out_w = high
+        os.dup2(out_w, 1)
+        os.dup2(out_w, 2)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        for target, fd in zip((JOB_FD, TOKEN_FD, VERDICT_FD), (job_r, token_r, verdict_w)):
+            os.dup2(fd, target)
+        os.closerange(VERDICT_FD + 1, 65536)
+        for fd in (JOB_FD, TOKEN_FD, VERDICT_FD):
+            os.set_inheritable(fd, False)
+        sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False, buffering=1)
+        sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False, buffering=1)
+        from . import sandbox
+
+        plan = sandbox.Plan(**request["plan"])
+        sandbox.enter(plan, request["job_dir"])
+        run_job(JOB_FD, TOKEN_FD, VERDICT_FD)
+    except BaseException as exc:
+        try:
+            os.write(2, f"verdict process: {type(exc).__name__}: {exc}\n".encode())
+        except OSError:
+            pass
+    os._exit(code)
+
+
+def stdio() -> None:
+    """In a container: the token (first line) and the job on stdin, the verdict on the original stdout."""
+    verdict_fd = os.dup(1)
+    os.dup2(2, 1)
+    os.set_inheritable(verdict_fd, False)
+    token_r, token_w = os.pipe()
+    job_r, job_w = os.pipe()
+    data = sys.stdin.buffer.read()
+    newline = data.find(b"\n")
+    os.write(token_w, data[:newline + 1])
+    os.close(token_w)
+    job = data[newline + 1:]
+    del data  # the token stays only in the pipe the keeper reads
+    pid = os.fork()  # the job may be larger than a pipe holds
+    if pid == 0:
+        os.close(job_r)
+        os.write(job_w, job)
+        os._exit(0)
+    os.close(job_w)
+    del job
+    run_job(job_r, token_r, verdict_fd)

@@ -1,0 +1,181 @@
+"""The master notebooks decide: their exercises, points and setup cells, and how a submission maps to them.
+
+A master (solution) notebook marks its cells with ``metadata["encoder_course"]``: ``{"role": "setup"}``,
+``{"role": "exercise", "exercise": key}`` and ``{"role": "check", "exercise": key, "points": n}``; the
+check cell's source ``checks.check_<key>(<Name>)`` names what the exercise defines. The exercise list,
+the points and the setup come from the master only; a submission contributes nothing but the source
+of its exercise cells.
+
+A submission is matched to the master whose exercise/check metadata and cell ids it carries, then by
+its file name (``NN_*.ipynb``) and the names it defines (``def padding_mask``, ``class LayerNorm``).
+Its code for an exercise is, in order: the last cell marked as that exercise's cell; the cell with
+the master's exercise cell id; the last code cell that defines the exercise's name at top level.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CHECK_CALL = re.compile(r"checks\.check_([A-Za-z_]\w*)\s*\(\s*([A-Za-z_][\w.]*)\s*\)")
+DEFINES = re.compile(r"^(?:def|class)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)", re.M)
+NUMBER = re.compile(r"^(\d\d)[_\-\s]")
+
+
+@dataclass
+class Exercise:
+    key: str
+    name: str  # what the learner defines (function or class name)
+    points: float
+    exercise_id: str | None  # the master's exercise cell id
+    check_id: str | None
+
+
+@dataclass
+class Master:
+    path: Path
+    name: str  # "03_masks"
+    setup: list[str]
+    exercises: list[Exercise]
+
+    @property
+    def number(self) -> str | None:
+        m = NUMBER.match(self.name + "_")
+        return m.group(1) if m else None
+
+    @property
+    def max_points(self) -> float:
+        return sum(e.points for e in self.exercises)
+
+
+@dataclass
+class Cell:
+    index: int
+    id: str | None
+    meta: dict
+    source: str
+    defines: set = field(default_factory=set)
+
+
+def source_of(cell: dict) -> str:
+    src = cell.get("source", "")
+    if isinstance(src, list):
+        src = "".join(s for s in src if isinstance(s, str))
+    return src if isinstance(src, str) else ""
+
+
+def course_meta(cell: dict) -> dict:
+    meta = cell.get("metadata")
+    meta = meta.get("encoder_course") if isinstance(meta, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def top_level_names(source: str) -> set[str]:
+    """Names a cell defines at top level (functions, classes, assignments); regex when it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {a or b for a, b in DEFINES.findall(source)}
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def code_cells(nb: dict) -> list[Cell]:
+    cells = []
+    for index, cell in enumerate(nb.get("cells", [])):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        cell_id = cell.get("id") if isinstance(cell.get("id"), str) else None
+        source = source_of(cell)
+        cells.append(Cell(index, cell_id, course_meta(cell), source, top_level_names(source)))
+    return cells
+
+
+def load_master(path: Path) -> Master:
+    nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    cells = code_cells(nb)
+    setup = [c.source for c in cells if c.meta.get("role") == "setup"]
+    exercises = []
+    for c in cells:
+        if c.meta.get("role") != "check":
+            continue
+        key = str(c.meta.get("exercise", ""))
+        match = CHECK_CALL.search(c.source)
+        name = match.group(2) if match and match.group(1) == key else None
+        if name is None:
+            from ..checks.registry import exercise
+
+            name = exercise(key).name
+        ex_cell = next((x for x in cells if x.meta.get("role") == "exercise" and x.meta.get("exercise") == key), None)
+        points = c.meta.get("points", 1)
+        points = float(points) if isinstance(points, (int, float)) and points >= 0 else 1.0
+        exercises.append(Exercise(key, name, points, ex_cell.id if ex_cell else None, c.id))
+    if not setup:  # a master without role metadata: the first cell that imports the checkers
+        setup = [c.source for c in cells if "import" in c.source and "checks" in c.source][:1]
+    return Master(Path(path), Path(path).stem, setup, exercises)
+
+
+def default_master_dir() -> Path | None:
+    """``notebooks/solutions`` of the repository the package sits in (a checkout or an editable install)."""
+    here = Path(__file__).resolve().parent.parent.parent / "notebooks" / "solutions"
+    return here if here.is_dir() else None
+
+
+def load_masters(folder) -> list[Master]:
+    folder = Path(folder)
+    masters = [load_master(p) for p in sorted(folder.glob("[0-9][0-9]_*.ipynb"))]
+    if not any(m.exercises for m in masters):
+        raise FileNotFoundError(f"no master notebook with exercises in {folder}")
+    return masters
+
+
+def match(masters: list[Master], cells: list[Cell], filename: str) -> tuple[Master | None, str]:
+    """The master this submission answers, and how it was recognised (for the notes)."""
+    ids = {c.id for c in cells if c.id}
+    keys = {str(c.meta.get("exercise")) for c in cells if c.meta.get("role") in ("exercise", "check")}
+    defined = set().union(*(c.defines for c in cells)) if cells else set()
+    stem = Path(filename).stem
+    number = NUMBER.match(stem + "_")
+    best, best_score, how = None, 0, ""
+    for m in masters:
+        if not m.exercises:
+            continue
+        score, reasons = 0, []
+        meta_hits = sum(e.key in keys for e in m.exercises)
+        id_hits = sum(e.exercise_id in ids for e in m.exercises) + sum(e.check_id in ids for e in m.exercises)
+        if meta_hits or id_hits:
+            score += 100 * (meta_hits + id_hits)
+            reasons.append("cell metadata and ids")
+        if number and number.group(1) == m.number:
+            score += 20 + (10 if stem.lower() == m.name.lower() else 0)
+            reasons.append("file name")
+        name_hits = sum(e.name in defined for e in m.exercises)
+        if name_hits:
+            score += 5 * name_hits
+            reasons.append("the names it defines")
+        if score > best_score:
+            best, best_score, how = m, score, ", ".join(reasons)
+    return best, how
+
+
+def exercise_cell(master: Master, ex: Exercise, cells: list[Cell]) -> Cell | None:
+    """The submission's cell for ``ex``: by metadata, then by cell id, then by what it defines."""
+    marked = [c for c in cells if c.meta.get("role") == "exercise" and c.meta.get("exercise") == ex.key]
+    if marked:
+        return marked[-1]
+    by_id = [c for c in cells if ex.exercise_id and c.id == ex.exercise_id and c.meta.get("role") != "check"]
+    if by_id:
+        return by_id[-1]
+    defining = [c for c in cells if ex.name in c.defines and c.meta.get("role") not in ("check", "setup")]
+    return defining[-1] if defining else None

@@ -1,0 +1,156 @@
+"""The quizzes: a short one at the end of every content notebook, and the review quiz of notebook 12.
+
+The questions live in ``encoder_course/course/quiz_bank/nbNN.py``, one module per notebook. In a bank
+the right option is always written first; no learner sees that order. Each learner gets every
+question's options in an order of their own (:func:`learner_seed`), so picking by position or always
+the same letter scores at chance, and the options of a question are written alike in length and form,
+so picking the longest one does too (``tests/test_quiz.py`` measures both). A question is scored on its
+first answer: the widget locks a question once it is answered and shows why the right option is right.
+
+All the logic is here, so it is tested without a browser; :func:`encoder_course.widgets.quiz` only
+displays a :class:`QuizSession`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import random
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LETTERS = "ABCDEFGH"
+SEED_FILE = Path.home() / ".encoder_course_learner"
+ENV_VAR = "ENCODER_COURSE_LEARNER"
+
+
+@dataclass(frozen=True)
+class Question:
+    """One multiple-choice question.
+
+    Attributes:
+        text: the question (a calculation, a few lines of code to read, or a claim to weigh).
+        options: the possible answers; **the first is the right one** (shown shuffled).
+        explanation: why the right option is right, and what makes the tempting ones wrong.
+        see: where the course measured or showed it (notebook and section).
+        code: lines of code the question asks about, shown in a code block (optional).
+    """
+
+    text: str
+    options: tuple[str, ...]
+    explanation: str
+    see: str
+    code: str = ""
+
+
+def bank_modules() -> dict[str, str]:
+    """Notebook number -> module name of its question bank, for every bank that exists."""
+    folder = Path(__file__).parent / "quiz_bank"
+    return {p.stem[2:]: p.stem for p in sorted(folder.glob("nb[0-9][0-9].py"))}
+
+
+def questions(notebook: str) -> tuple[Question, ...]:
+    """The questions of a notebook, by its number ("02") or name ("02_attention")."""
+    number = str(notebook)[:2].zfill(2) if str(notebook)[:2].isdigit() else str(notebook).zfill(2)
+    modules = bank_modules()
+    if number not in modules:
+        raise KeyError(f"no quiz for notebook {notebook!r}; there are quizzes for {', '.join(modules)}")
+    return importlib.import_module(f"{__package__}.quiz_bank.{modules[number]}").QUESTIONS
+
+
+def learner_seed() -> str:
+    """Who is answering, as a seed for the order of the options: ``$ENCODER_COURSE_LEARNER``, or a random
+    value made once and kept in ``~/.encoder_course_learner`` (so a learner keeps their order)."""
+    if os.environ.get(ENV_VAR):
+        return os.environ[ENV_VAR]
+    try:
+        return SEED_FILE.read_text().strip() or _new_seed()
+    except OSError:
+        return _new_seed()
+
+
+def _new_seed() -> str:
+    seed = secrets.token_hex(8)
+    try:
+        SEED_FILE.write_text(seed + "\n")
+    except OSError:  # a read-only home: the order is then new in each session
+        pass
+    return seed
+
+
+def shown_order(question: Question, seed: str, where: str) -> list[int]:
+    """The bank indices of the options in the order this learner sees them."""
+    digest = hashlib.sha256(f"{seed}|{where}|{question.text}".encode()).hexdigest()
+    order = list(range(len(question.options)))
+    random.Random(int(digest[:16], 16)).shuffle(order)
+    return order
+
+
+@dataclass
+class Answer:
+    """The learner's first answer to one question, and the feedback it earned."""
+
+    chosen: int  # in the shown order
+    correct: bool
+    feedback: str
+
+
+@dataclass
+class QuizSession:
+    """One learner's quiz for one notebook: shuffled options, and the first answer to each question.
+
+    Args:
+        notebook: the notebook's number or name.
+        seed: the learner's seed (default :func:`learner_seed`).
+    """
+
+    notebook: str
+    seed: str | None = None
+    answers: dict[int, Answer] = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.seed = learner_seed() if self.seed is None else str(self.seed)
+        self.questions = questions(self.notebook)
+        where = str(self.notebook)[:2]
+        self.orders = [shown_order(q, self.seed, f"{where}.{i}") for i, q in enumerate(self.questions)]
+
+    def options(self, index: int) -> list[str]:
+        """The options of question ``index`` (from 0) in this learner's order."""
+        return [self.questions[index].options[i] for i in self.orders[index]]
+
+    def answer(self, index: int, chosen: int) -> Answer:
+        """Record an answer (an index into :meth:`options`); only the first answer to a question counts."""
+        if index in self.answers:
+            return self.answers[index]
+        question = self.questions[index]
+        if isinstance(chosen, bool) or not isinstance(chosen, int) or not 0 <= chosen < len(question.options):
+            raise ValueError(f"an answer to question {index + 1} is an option number from 0 to "
+                             f"{len(question.options) - 1}, got {chosen!r}")
+        right = self.orders[index].index(0)
+        correct = chosen == right
+        verdict = "Right." if correct else f"Not this one: the answer is {LETTERS[right]}, “{question.options[0]}”."
+        self.answers[index] = Answer(chosen, correct, f"{verdict} {question.explanation} (See {question.see}.)")
+        return self.answers[index]
+
+    @property
+    def score(self) -> int:
+        """Questions whose first answer was right."""
+        return sum(a.correct for a in self.answers.values())
+
+    def summary(self) -> str:
+        """One line: the score, and how many questions are still open."""
+        open_ = len(self.questions) - len(self.answers)
+        tail = f", {open_} not answered yet" if open_ else ""
+        return f"{self.score} / {len(self.questions)} right on the first answer{tail}"
+
+
+def grade(notebook: str, answers: dict[int, int] | list, seed: str | None = None) -> QuizSession:
+    """Grade a whole set of answers at once (option numbers in the learner's shown order)."""
+    session = QuizSession(notebook, seed)
+    items = answers.items() if isinstance(answers, dict) else enumerate(answers)
+    for index, chosen in items:
+        if chosen is not None:
+            session.answer(index, chosen)
+    return session

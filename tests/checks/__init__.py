@@ -1,0 +1,1 @@
+"""The exercise checkers' tests: one catalogue per exercise, the shared machinery, the registry."""

@@ -1,0 +1,701 @@
+"""The checker of ``EncoderBlock`` (notebook 07): every wrong answer named, every right one passing."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import encoder_course as ec
+from encoder_course import checks
+
+from .catalogue import BB, Catalogue, FFErf, FFGetattr, MHAEinops, MHAFusedQKV, from_cell
+
+C_BLK = checks.check_encoder_block
+
+CATALOGUE = Catalogue(C_BLK)
+WRONG, RIGHT = CATALOGUE.wrong, CATALOGUE.right
+wrong, right = CATALOGUE.add_wrong, CATALOGUE.add_right
+
+
+class BlockRight(BB):  # correct
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+def make_block(kind):
+    class Block(BB):
+        def forward(self, x, mask=None):
+            m = None if kind == "no_mask" else mask
+            d1 = (lambda t: F.dropout(t, self.p)) if kind == "eval_dropout" else self.dropout1
+            d2 = (lambda t: t) if kind == "no_dropout" else self.dropout2
+            if kind == "no_dropout":
+                d1 = d2
+            pre = self.norm_first if kind != "always_post" else False
+            n1, n2 = (self.norm2, self.norm1) if kind == "swap_norms" else (self.norm1, self.norm2)
+            if pre:
+                x = x + d1(self.attn(n1(x), m))
+                return x + d2(self.ffn(n2(x)))
+            if kind == "no_residual":
+                x = n1(d1(self.attn(x, m)))
+                return n2(d2(self.ffn(x)))
+            x = n1(x + d1(self.attn(x, m)))
+            return n2(x + d2(self.ffn(x)))
+
+    if kind == "no_dropout":
+        Block.__init__ = _no_dropout_init
+    return Block
+
+
+def _no_dropout_init(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False):
+    BB.__init__(self, d_model, n_heads, d_ff, dropout=0.0, norm_first=norm_first)
+
+
+# ----------------------------------------------------------------------------------------------
+# Wrong answers, each to be named
+
+
+wrong("blk-always-post", C_BLK, "post-LN even when norm_first=True",
+      "pre-LN and post-LN are mixed up")(make_block("always_post"))
+wrong("blk-eval-dropout", C_BLK, "F.dropout(t, p) without training=: active in eval",
+      'dropout is active in eval mode')(make_block("eval_dropout"))
+wrong("blk-no-residual", C_BLK, "no residual around either sublayer (post-LN)",
+      'a residual connection is missing')(make_block("no_residual"))
+wrong("blk-no-mask", C_BLK, "self.attn(x) without the mask", "mask is not passed")(make_block("no_mask"))
+wrong("blk-swap-norms", C_BLK, "norm2 with the attention, norm1 with the feed-forward",
+      'norm1 and norm2 are swapped')(make_block("swap_norms"))
+wrong("blk-no-dropout", C_BLK, "built with dropout=0.0 whatever it is given, no dropout applied",
+      'no dropout is happening during training')(make_block("no_dropout"))
+
+
+@wrong("blk-numpy", C_BLK, "returns a NumPy array", "returned a NumPy ndarray")
+class BlockNumpy(BlockRight):
+    def forward(self, x, mask=None):
+        return super().forward(x, mask).numpy()
+
+
+@wrong("blk-no-res-ffn", C_BLK, "residual missing around the FFN only",
+       'around the feed-forward sublayer is missing')
+class BlkNoResFfn(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))
+            return self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return self.norm2(self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-no-res-attn", C_BLK, "residual missing around the attention only",
+       'around the attention sublayer is missing')
+class BlkNoResAttn(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = self.dropout1(self.attn(self.norm1(x), mask))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-norm1-twice", C_BLK, "norm1 used for both sublayers",
+       'norm1 is used for both')
+class BlkNorm1(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))
+            return x + self.dropout2(self.ffn(self.norm1(x)))
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return self.norm1(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-inplace-residual", C_BLK, "x += attn(...) modifies the caller's x",
+       'changed its input `x` in place')
+class BlkInplace(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x += self.dropout1(self.attn(self.norm1(x), mask))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x += self.dropout1(self.attn(x, mask))
+        x = self.norm1(x)
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-mask-inverted", C_BLK, "self.attn(x, ~mask)",
+       'inverted before it reaches the attention')
+class BlkMaskInv(BB):
+    def forward(self, x, mask=None):
+        m = ~mask if mask is not None else None
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), m))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.attn(x, m)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-returns-tuple", C_BLK, "return x, mask",
+       'tuple of 2 values')
+class BlkTuple(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))
+            return x + self.dropout2(self.ffn(self.norm2(x))), mask
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout2(self.ffn(x))), mask
+
+
+@wrong("blk-pre-extra-norm", C_BLK, "pre-LN adds an output norm: norm2(x + ffn(norm2(x)))",
+       'output is normalised again')
+class BlkPreExtra(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))
+            return self.norm2(x + self.dropout2(self.ffn(self.norm2(x))))
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-ffn-first", C_BLK, "sublayers in the wrong order: FFN, then attention",
+       'wrong order: attention comes first')
+class BlkFfnFirst(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout2(self.ffn(self.norm2(x)))
+            return x + self.dropout1(self.attn(self.norm1(x), mask))
+        x = self.norm2(x + self.dropout2(self.ffn(x)))
+        return self.norm1(x + self.dropout1(self.attn(x, mask)))
+
+
+@wrong("blk-dropout-residual-stream", C_BLK,
+       "nn.Dropout applied to the whole residual sum: norm1(dropout1(x + attn(x))) (train-only bug)",
+       'outside the sublayers')
+class BlkDropStream(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = self.dropout1(x + self.attn(self.norm1(x), mask))
+            return self.dropout2(x + self.ffn(self.norm2(x)))
+        x = self.norm1(self.dropout1(x + self.attn(x, mask)))
+        return self.norm2(self.dropout2(x + self.ffn(x)))
+
+
+@wrong("blk-F-dropout-stream-eval", C_BLK, "F.dropout(x + attn, p) on the residual stream (active in eval)",
+       'dropout is active in eval mode')
+class BlkFDropStream(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = F.dropout(x + self.attn(self.norm1(x), mask), self.p)
+            return x + self.ffn(self.norm2(x))
+        x = self.norm1(F.dropout(x + self.attn(x, mask), self.p))
+        return self.norm2(x + self.ffn(x))
+
+
+@wrong("blk-sandwich", C_BLK, "post-LN that also normalises before: norm1(x + attn(norm1(x)))",
+       'inputs are normalised too')
+class BlkSandwich(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.attn(self.norm1(x), mask)))
+        return self.norm2(x + self.dropout2(self.ffn(self.norm2(x))))
+
+
+@wrong("blk-attn-returns-tuple-used", C_BLK, "a, w = self.attn(x, mask) (attn returns one tensor)",
+       'One tensor was unpacked as two')
+class BlkUnpack(BB):
+    def forward(self, x, mask=None):
+        a, _ = self.attn(x, mask)
+        return self.norm2(self.norm1(x + a))
+
+
+@wrong("blk-mask-post-only", C_BLK, "passes the mask in the post-LN branch only (pre-LN: self.attn(self.norm1(x)))",
+       'mask is not passed to the attention')
+class BlkMaskOne(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x)))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-dropout-sublayer-input", C_BLK, "dropout on each sublayer's input: attn(dropout1(x)), ffn(dropout2(x))",
+       "never drops the attention sublayer's output")
+class BlkDropIn(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.attn(self.dropout1(self.norm1(x)), mask)
+            return x + self.ffn(self.dropout2(self.norm2(x)))
+        x = self.norm1(x + self.attn(self.dropout1(x), mask))
+        return self.norm2(x + self.ffn(self.dropout2(x)))
+
+
+@wrong("blk-no-dropout1", C_BLK, "no dropout on the attention sublayer's output (only dropout2 after the FFN)",
+       "never drops the attention sublayer's output")
+class BlkNoDrop1(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.attn(self.norm1(x), mask)
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.attn(x, mask))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-hardcoded-p", C_BLK, "F.dropout(t, 0.1, self.training): the rate hard-coded, ignores dropout=",
+       'built with dropout=0.0')
+class BlkP(BB):
+    def forward(self, x, mask=None):
+        d = lambda t: F.dropout(t, 0.1, self.training)  # noqa: E731
+        if self.norm_first:
+            x = x + d(self.attn(self.norm1(x), mask))
+            return x + d(self.ffn(self.norm2(x)))
+        x = self.norm1(x + d(self.attn(x, mask)))
+        return self.norm2(x + d(self.ffn(x)))
+
+
+@wrong("blk-post-norm-x-only", C_BLK, "post-LN written x = norm1(x) + attn(x): the norm applied to x, not to the sum",
+       'applied to the residual path before the add')
+class BlkNormX(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x) + self.dropout1(self.attn(x, mask))
+        return self.norm2(x) + self.dropout2(self.ffn(x))
+
+
+@wrong("blk-res-from-input", C_BLK, "post-LN second residual adds the block's input: norm2(x_in + ffn(h))",
+       "residual adds the block's input")
+class BlkResIn(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            h = x + self.dropout1(self.attn(self.norm1(x), mask))
+            return x + self.dropout2(self.ffn(self.norm2(h)))
+        h = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout2(self.ffn(h)))
+
+
+@wrong("blk-remember-mask", C_BLK, "self.mask = mask and reuses the previous mask when called without one",
+       'keeps `self.mask` from one call to the next')
+class BlkRemember(BB):
+    def forward(self, x, mask=None):
+        if mask is not None:
+            self.mask = mask
+        mask = getattr(self, "mask", None)
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-hardcoded-default-mask", C_BLK, "if mask is None: mask = torch.ones(2, 1, 1, 5) (example sizes)",
+       'yet a mask reached the attention')
+class BlkDefaultMask(BB):
+    def forward(self, x, mask=None):
+        if mask is None:
+            mask = torch.ones(2, 1, 1, 5, dtype=torch.bool)
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-returns-weights", C_BLK, "returns the attention weights of self.attn.attention_weights(...) with x",
+       'tuple of 2 values')
+class BlkRetW(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            h = self.norm1(x)
+            a, w = self.attn(h, mask), self.attn.attention_weights(h, mask)
+            x = x + self.dropout1(a)
+            return x + self.dropout2(self.ffn(self.norm2(x))), w
+        a, w = self.attn(x, mask), self.attn.attention_weights(x, mask)
+        x = self.norm1(x + self.dropout1(a))
+        return self.norm2(x + self.dropout2(self.ffn(x))), w
+
+
+@wrong("blk-rezero-scalar-alpha", C_BLK, "ReZero: x + self.alpha * attn(x) with a 0-dim nn.Parameter alpha",
+       'returns its input unchanged')
+class BlkReZero(BB):
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.alpha = nn.Parameter(torch.zeros(()))
+
+    def forward(self, x, mask=None):
+        x = x + self.alpha * self.dropout1(self.attn(x, mask))
+        return x + self.alpha * self.dropout2(self.ffn(x))
+
+
+@wrong("blk-ffn-twice-no-attn", C_BLK, "self.ffn used for both sublayers (attention never called)",
+       'the feed-forward network is used twice: the')
+class BlkFfn2(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.ffn(self.norm1(x)))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.ffn(x)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-attn-twice", C_BLK, "self.attn used for both sublayers (FFN never called)",
+       'the attention sublayer is used twice: the')
+class BlkAttn2(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))
+            return x + self.dropout2(self.attn(self.norm2(x), mask))
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout2(self.attn(x, mask)))
+
+
+@wrong("blk-post-no-norm2", C_BLK, "post-LN returns x + ffn(x) before the second norm",
+       'the second LayerNorm is missing: in post-LN')
+class BlkPostNoN2(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return x + self.dropout2(self.ffn(x))
+
+
+@wrong("blk-pre-res-wrong-tensor", C_BLK,
+       "pre-LN second residual adds norm1(x_in): h = norm1(x); ...; h + ffn(norm2(x))",
+       "adds norm1 of the block's input")
+class BlkPreWrong(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            h = self.norm1(x)
+            x = x + self.dropout1(self.attn(h, mask))
+            return h + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-ffn-given-mask", C_BLK, "self.ffn(x, mask): the mask passed to the FFN too",
+       'self.ffn(x) takes only x')
+class BlkFfnMask(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))
+            return x + self.dropout2(self.ffn(self.norm2(x), mask))
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout2(self.ffn(x, mask)))
+
+
+@wrong("blk-mask-float", C_BLK, "mask.float() passed to self.attn",
+       'keep it bool')
+class BlkMaskF(BB):
+    def forward(self, x, mask=None):
+        m = mask.float() if mask is not None else None
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), m))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.attn(x, m)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-mask-squeeze1", C_BLK, "self.attn(x, mask.squeeze(1)): (B, 1, L) no longer lines up with the heads",
+       'no squeeze, view or transpose')
+class BlkMaskSq(BB):
+    def forward(self, x, mask=None):
+        m = mask.squeeze(1) if mask is not None else None
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), m))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.attn(x, m)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-mixed-and-no-mask", C_BLK, "two mistakes: pre/post branches swapped AND the mask never passed",
+       'pre-LN and post-LN are mixed up: you wrote')
+class BlkTwo(BB):
+    def forward(self, x, mask=None):
+        if not self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x)))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.attn(x)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-attn-three-args", C_BLK, "self.attn(x, x, x, mask) (nn.MultiheadAttention's query, key, value habit)",
+       'self.attn(x, mask) takes x and the mask')
+class BlkQKV(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            h = self.norm1(x)
+            x = x + self.dropout1(self.attn(h, h, h, mask))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.attn(x, x, x, mask)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-pre-norm2-on-input", C_BLK, "pre-LN: ffn reads norm2 of the block's input, not of the updated stream",
+       "the feed-forward network reads the block's")
+class BlkPreN2In(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            y = x + self.dropout1(self.attn(self.norm1(x), mask))
+            return y + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-no-grad-inside", C_BLK,
+       "the attention sublayer under torch.no_grad(): right numbers, attention never trains",
+       'cuts the gradient')
+class BlkNoGrad(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            with torch.no_grad():
+                a = self.attn(self.norm1(x), mask)
+            x = x + self.dropout1(a)
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        with torch.no_grad():
+            a = self.attn(x, mask)
+        x = self.norm1(x + self.dropout1(a))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-keep-prob", C_BLK, "F.dropout(t, 1 - p, self.training): p read as the keep probability (TF1 habit)",
+       'as if p were 1')
+class BlkKeep(BB):
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False, activation="gelu", eps=1e-5):
+        super().__init__(d_model, n_heads, d_ff, dropout, norm_first, activation, eps)
+        self.p = dropout
+
+    def forward(self, x, mask=None):
+        d = lambda t: F.dropout(t, 1 - self.p, self.training)  # noqa: E731
+        if self.norm_first:
+            x = x + d(self.attn(self.norm1(x), mask))
+            return x + d(self.ffn(self.norm2(x)))
+        x = self.norm1(x + d(self.attn(x, mask)))
+        return self.norm2(x + d(self.ffn(x)))
+
+
+@wrong("blk-dropout-twice", C_BLK,
+       "copy-paste: self.dropout1(self.dropout1(attn(...))) and the same for dropout2: rate 1-(1-p)^2 = 0.51 at p=0.3",
+       'scales the values it keeps by 2.04')
+class BlkDouble(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.dropout1(self.attn(self.norm1(x), mask)))
+            return x + self.dropout2(self.dropout2(self.ffn(self.norm2(x))))
+        x = self.norm1(x + self.dropout1(self.dropout1(self.attn(x, mask))))
+        return self.norm2(x + self.dropout2(self.dropout2(self.ffn(x))))
+
+
+@wrong("blk-clone-then-inplace", C_BLK,
+       "x = x.clone(), then x += attn(x): the in-place add changes the x that w_q needs for its gradient",
+       "Backpropagating through your EncoderBlock fails")
+class BlkClone(BB):
+    def forward(self, x, mask=None):
+        x = x.clone()
+        if self.norm_first:
+            x += self.dropout1(self.attn(self.norm1(x), mask))
+            x += self.dropout2(self.ffn(self.norm2(x)))
+            return x
+        x += self.dropout1(self.attn(x, mask))
+        x = self.norm1(x)
+        x += self.dropout2(self.ffn(x))
+        return self.norm2(x)
+
+
+@wrong("blk-post-norm-on-branch", C_BLK, "post-LN written x = x + norm1(attn(x)): the LayerNorm on the branch, "
+       "before the add", "the LayerNorm sits on the sublayer's output")
+class BlkNormBranch(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = x + self.dropout1(self.norm1(self.attn(x, mask)))
+        return x + self.dropout2(self.norm2(self.ffn(x)))
+
+
+@wrong("blk-pre-no-norm2", C_BLK, "pre-LN whose feed-forward step reads x un-normalised: x + ffn(x)",
+       "norm2 is missing: in pre-LN")
+class BlkPreNoNorm2(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))
+            return x + self.dropout2(self.ffn(x))
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-mask-transposed", C_BLK, "self.attn(x, mask.transpose(-2, -1)): (B, 1, L, 1) masks queries, not keys",
+       "the mask is transposed before it reaches the attention")
+class BlkMaskT(BB):
+    def forward(self, x, mask=None):
+        m = None if mask is None else mask.transpose(-2, -1)
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), m))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.attn(x, m)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-one-minus-p-times-dropout", C_BLK,
+       "x + (1 - p) * dropout1(attn(...)): 'undoing' dropout's scaling by hand (wrong in eval and in train)",
+       "a wrong scaling")
+class BlkOneMinusP(BB):
+    def forward(self, x, mask=None):
+        keep = 1 - self.p
+        if self.norm_first:
+            x = x + keep * self.dropout1(self.attn(self.norm1(x), mask))
+            return x + keep * self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + keep * self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + keep * self.dropout2(self.ffn(x)))
+
+
+wrong("blk-missing-import-nn", C_BLK,
+      "nn.functional.dropout in a notebook whose import cell lacks `from torch import nn`",
+      "add `from torch import nn`")(from_cell("""
+class EncoderBlock(BB):
+    def forward(self, x, mask=None):
+        drop = lambda t: nn.functional.dropout(t, self.p, self.training)
+        if self.norm_first:
+            x = x + drop(self.attn(self.norm1(x), mask))
+            return x + drop(self.ffn(self.norm2(x)))
+        x = self.norm1(x + drop(self.attn(x, mask)))
+        return self.norm2(x + drop(self.ffn(x)))
+""", BB=BB))
+
+
+# ----------------------------------------------------------------------------------------------
+# Right answers, in many styles, each to pass
+
+
+wrong("blk-package", C_BLK, "the package's own class, passed as the answer", "calls the course's own")(ec.EncoderBlock)
+right("blk-right", C_BLK, "nn.Dropout on each sublayer's output, both layouts")(BlockRight)
+
+
+@right("blk-own-parts", C_BLK, "the learner's own sub-classes and torch's LayerNorm inside")
+class _OwnBlock(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.attn = MHAEinops(d_model, n_heads)
+        self.ffn = FFErf(d_model, d_ff)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.p = dropout
+
+    def forward(self, x, mask=None):
+        drop = lambda t: F.dropout(t, self.p, training=self.training)  # noqa: E731
+        if self.norm_first:
+            x = x + drop(self.attn(self.norm1(x), mask))
+            return x + drop(self.ffn(self.norm2(x)))
+        x = self.norm1(x + drop(self.attn(x, mask)))
+        return self.norm2(x + drop(self.ffn(x)))
+
+
+@right("blk-torch-style-helpers", C_BLK, "_sa_block/_ff_block helpers as nn.TransformerEncoderLayer")
+class BlkR1(BB):
+    def _sa(self, x, mask):
+        return self.dropout1(self.attn(x, mask))
+
+    def _ff(self, x):
+        return self.dropout2(self.ffn(x))
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self._sa(self.norm1(x), mask)
+            x = x + self._ff(self.norm2(x))
+        else:
+            x = self.norm1(x + self._sa(x, mask))
+            x = self.norm2(x + self._ff(x))
+        return x
+
+
+@right("blk-single-dropout-torch-add", C_BLK, "one F.dropout(training=self.training), torch.add, not-branch")
+class BlkR2(BB):
+    def forward(self, x, mask=None):
+        d = lambda t: F.dropout(t, self.p, self.training)  # noqa: E731
+        if not self.norm_first:
+            h = self.norm1(torch.add(x, d(self.attn(x, mask=mask))))
+            return self.norm2(torch.add(h, d(self.ffn(h))))
+        h = torch.add(x, d(self.attn(self.norm1(x), mask=mask)))
+        return torch.add(h, d(self.ffn(self.norm2(h))))
+
+
+@right("blk-own-nn-layernorm-gelu-mha", C_BLK, "own MHA (fused SDPA) + own FFN (nn.functional.gelu) + nn.LayerNorm")
+class BlkR3(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.attn = MHAFusedQKV(d_model, n_heads)
+        self.ffn = FFGetattr(d_model, d_ff)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.drop(self.attn(self.norm1(x), mask))
+            return x + self.drop(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.drop(self.attn(x, mask)))
+        return self.norm2(x + self.drop(self.ffn(x)))
+
+
+@right("blk-sublayer-connection", C_BLK, "Annotated-Transformer SublayerConnection helper for both layouts")
+class BlkSub(BB):
+    def _sublayer(self, x, fn, norm, drop):
+        if self.norm_first:
+            return x + drop(fn(norm(x)))
+        return norm(x + drop(fn(x)))
+
+    def forward(self, x, mask=None):
+        x = self._sublayer(x, lambda t: self.attn(t, mask), self.norm1, self.dropout1)
+        return self._sublayer(x, self.ffn, self.norm2, self.dropout2)
+
+
+@right("blk-return-weights-discarded", C_BLK, "self.attn.attention_weights(...) computed too and dropped")
+class BlkRW(BB):
+    def forward(self, x, mask=None):
+        h = self.norm1(x) if self.norm_first else x
+        a, _weights = self.attn(h, mask), self.attn.attention_weights(h, mask)
+        x = x + self.dropout1(a)
+        if not self.norm_first:
+            x = self.norm1(x)
+        h = self.norm2(x) if self.norm_first else x
+        x = x + self.dropout2(self.ffn(h))
+        return x if self.norm_first else self.norm2(x)
+
+
+@right("blk-match-statement", C_BLK, "match self.norm_first: case True / case False; keyword mask=mask")
+class BlkMatch(BB):
+    def forward(self, x, mask=None):
+        match self.norm_first:
+            case True:
+                x = x + self.dropout1(self.attn(self.norm1(x), mask=mask))
+                x = x + self.dropout2(self.ffn(self.norm2(x)))
+            case False:
+                x = self.norm1(x + self.dropout1(self.attn(x, mask=mask)))
+                x = self.norm2(x + self.dropout2(self.ffn(x)))
+        return x
+
+
+@right("blk-sublayer-loop", C_BLK, "a loop over (norm, sublayer, dropout) triples")
+class BlkLoop(BB):
+    def forward(self, x, mask=None):
+        steps = ((self.norm1, lambda h: self.attn(h, mask), self.dropout1),
+                 (self.norm2, self.ffn, self.dropout2))
+        for norm, sub, drop in steps:
+            x = x + drop(sub(norm(x))) if self.norm_first else norm(x + drop(sub(x)))
+        return x
+
+
+@right("blk-dropout-reused", C_BLK, "one self.dropout1 module used for both sublayers (dropout2 unused)")
+class BlkOneDrop(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))
+            return x + self.dropout1(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout1(self.ffn(x)))
+
+
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=49, right=10)

@@ -1,0 +1,358 @@
+"""The checker of ``LayerNorm`` (notebook 05): every wrong answer named, every right one passing."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import encoder_course as ec
+from encoder_course import checks
+
+from .catalogue import LB, Catalogue
+
+C_LN = checks.check_layer_norm
+
+CATALOGUE = Catalogue(C_LN)
+WRONG, RIGHT = CATALOGUE.wrong, CATALOGUE.right
+wrong, right = CATALOGUE.add_wrong, CATALOGUE.add_right
+
+
+def make_ln(*, dim=-1, unbiased=False, eps_out=False, gamma_beta=True, eps="self", swap=False):
+    class LN(LB):
+        def forward(self, x):
+            e = self.eps if eps == "self" else eps
+            mean = x.mean(dim=dim, keepdim=True)
+            var = x.var(dim=dim, keepdim=True, unbiased=unbiased)
+            y = (x - mean) / (var.sqrt() + e) if eps_out else (x - mean) / torch.sqrt(var + e)
+            if not gamma_beta:
+                return y
+            return y * self.bias + self.weight if swap else y * self.weight + self.bias
+
+    return LN
+
+
+# ----------------------------------------------------------------------------------------------
+# Wrong answers, each to be named
+
+
+wrong("ln-axis", C_LN, "mean and var over dim 0", "normalises over the wrong axis")(make_ln(dim=0))
+wrong("ln-unbiased", C_LN, "x.var(unbiased=True)", "the unbiased variance")(make_ln(unbiased=True))
+wrong("ln-eps-outside", C_LN, "(x - mean) / (sqrt(var) + eps)", "outside the square root")(make_ln(eps_out=True))
+wrong("ln-no-affine", C_LN, "no weight and no bias", "gamma and beta are missing")(make_ln(gamma_beta=False))
+wrong("ln-fixed-eps", C_LN, "eps fixed at 1e-5, self.eps ignored", "use self.eps")(make_ln(eps=1e-5))
+wrong("ln-swap", C_LN, "y * bias + weight", "are swapped: y = x_hat * weight + bias")(make_ln(swap=True))
+
+
+@wrong("ln-in-place", C_LN, "x -= mean changes the caller's x", "changed its input `x` in place")
+class LNInPlace(LB):
+    def forward(self, x):
+        x -= x.mean(-1, keepdim=True)
+        return self.weight * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) + self.bias
+
+
+@wrong("ln-no-beta", C_LN, "forgets + self.bias",
+       'beta (self.bias) is missing')
+class LNNoBeta(LB):
+    def forward(self, x):
+        m, v = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False)
+        return self.weight * (x - m) / torch.sqrt(v + self.eps)
+
+
+@wrong("ln-batchnorm", C_LN, "mean/var over dims (0, 1) (BatchNorm-style, over batch and sequence)",
+       'as BatchNorm does')
+class LNBatch(LB):
+    def forward(self, x):
+        dims = tuple(range(x.dim() - 1))
+        m, v = x.mean(dims, keepdim=True), x.var(dims, keepdim=True, unbiased=False)
+        return self.weight * (x - m) / torch.sqrt(v + self.eps) + self.bias
+
+
+@wrong("ln-no-keepdim", C_LN, "mean(-1) without keepdim -> broadcasting error",
+       'keepdim=True')
+class LNNoKeep(LB):
+    def forward(self, x):
+        m, v = x.mean(-1), x.var(-1, unbiased=False)
+        return self.weight * (x - m) / torch.sqrt(v + self.eps) + self.bias
+
+
+@wrong("ln-bias-before-weight", C_LN, "(x_hat + bias) * weight",
+       'added before multiplying')
+class LNOrder(LB):
+    def forward(self, x):
+        m, v = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False)
+        return ((x - m) / torch.sqrt(v + self.eps) + self.bias) * self.weight
+
+
+@wrong("ln-rmsnorm", C_LN, "RMSNorm: x / sqrt(mean(x^2) + eps)",
+       'RMSNorm')
+class LNRms(LB):
+    def forward(self, x):
+        return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) + self.bias
+
+
+@wrong("ln-float64", C_LN, "computes in float64 and returns float64",
+       'dtype torch.float64')
+class LNDouble(LB):
+    def forward(self, x):
+        x = x.double()
+        m, v = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False)
+        return self.weight * (x - m) / torch.sqrt(v + self.eps) + self.bias
+
+
+@wrong("ln-std-plus-eps", C_LN, "(x - mean) / (x.std(-1) + eps): unbiased std and eps outside",
+       'the unbiased variance')
+class LNStd(LB):
+    def forward(self, x):
+        return self.weight * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + self.eps) + self.bias
+
+
+WRONG.append(("ln-instance-passed", C_LN, ec.LayerNorm(16),
+              "check_layer_norm(LayerNorm(16)): an instance instead of the class", "Pass the class"))
+
+
+@wrong("ln-return-mean-var", C_LN, "returns (y, mean, var)",
+       'tuple of 3 values')
+class LNTuple(LB):
+    def forward(self, x):
+        m, v = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False)
+        return self.weight * (x - m) / torch.sqrt(v + self.eps) + self.bias, m, v
+
+
+@wrong("ln-running-stats", C_LN, "keeps statistics across calls (BatchNorm habit): eval() reuses the stored ones",
+       'keeps `self.run_mean`, `self.run_var`')
+class LNRunning(LB):
+    def forward(self, x):
+        if self.training or not hasattr(self, "run_mean"):
+            mean, var = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False)
+            self.run_mean, self.run_var = mean.mean(), var.mean()
+            return self.norm(x, mean, var)
+        return self.norm(x, self.run_mean, self.run_var)
+
+
+@wrong("ln-cached-stats", C_LN, "computes mean/var on the first call only (if not hasattr(self, 'mean'))",
+       'keeps `self.mean`, `self.var`')
+class LNCached(LB):
+    def forward(self, x):
+        if not hasattr(self, "mean"):
+            self.mean, self.var = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False)
+        return self.norm(x, self.mean, self.var)
+
+
+@wrong("ln-dim2-hardcoded", C_LN, "mean(dim=2) / var(dim=2): right for (B, L, d), IndexError for 2-D",
+       'dim=-1')
+class LNDim2(LB):
+    def forward(self, x):
+        return self.norm(x, x.mean(2, keepdim=True), x.var(2, keepdim=True, unbiased=False))
+
+
+@wrong("ln-eps-2d-branch", C_LN, "eps=self.eps for 3-D input, a fixed 1e-5 in the 2-D branch",
+       'ignores the eps')
+class LNEpsBranch(LB):
+    def forward(self, x):
+        eps = self.eps if x.dim() == 3 else 1e-5
+        return self.norm(x, x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False), eps)
+
+
+@wrong("ln-F-normalize", C_LN, "F.normalize(x - mean, dim=-1) * sqrt(d): eps lost (clamps the norm instead)",
+       'eps is missing')
+class LNNormalize(LB):
+    def forward(self, x):
+        c = x - x.mean(-1, keepdim=True)
+        return F.normalize(c, dim=-1) * math.sqrt(x.shape[-1]) * self.weight + self.bias
+
+
+@wrong("ln-std-biased-plus-eps", C_LN, "(x - mean) / (x.std(-1, unbiased=False, keepdim=True) + eps)",
+       "outside the square root")
+class LNStdB(LB):
+    def forward(self, x):
+        m = x.mean(-1, keepdim=True)
+        return self.weight * (x - m) / (x.std(-1, unbiased=False, keepdim=True) + self.eps) + self.bias
+
+
+@wrong("ln-normalised-weight", C_LN, "gamma normalised too: self.weight / self.weight.norm()",
+       'self.weight is changed before it is used')
+class LNWNorm(LB):
+    def forward(self, x):
+        m, v = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False)
+        return (self.weight / self.weight.norm()) * (x - m) / torch.sqrt(v + self.eps) + self.bias
+
+
+@wrong("ln-F-layer_norm-shape1", C_LN, "F.layer_norm(x, x.shape[1:], ...) (normalised_shape from dim 1 on)",
+       'it normalises over the wrong axis. LayerNorm')
+class LNShape1(LB):
+    def forward(self, x):
+        return F.layer_norm(x, x.shape[1:], eps=self.eps) * self.weight + self.bias
+
+
+@wrong("ln-clamp-eps", C_LN, "var.clamp(min=eps) instead of var + eps",
+       'clamped at eps')
+class LNClamp(LB):
+    def forward(self, x):
+        m, v = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False)
+        return self.weight * (x - m) / torch.sqrt(v.clamp(min=self.eps)) + self.bias
+
+
+@wrong("ln-axis0-and-no-beta", C_LN, "two mistakes: statistics over dim 0 AND no + self.bias",
+       'two slips: it normalises over the wrong axis')
+class LNTwo(LB):
+    def forward(self, x):
+        m, v = x.mean(0, keepdim=True), x.var(0, keepdim=True, unbiased=False)
+        return self.weight * (x - m) / torch.sqrt(v + self.eps)
+
+
+@wrong("ln-detached-stats", C_LN, "mean and var .detach()ed: forward right, gradients wrong",
+       'the wrong gradient for `x`')
+class LNDetach(LB):
+    def forward(self, x):
+        m, v = x.mean(-1, keepdim=True).detach(), x.var(-1, keepdim=True, unbiased=False).detach()
+        return self.weight * (x - m) / torch.sqrt(v + self.eps) + self.bias
+
+
+@wrong("ln-eps-squared", C_LN, "sqrt(var + eps ** 2) (eps read as a standard deviation)",
+       'eps is squared')
+class LNEps2(LB):
+    def forward(self, x):
+        m, v = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False)
+        return self.weight * (x - m) / torch.sqrt(v + self.eps ** 2) + self.bias
+
+
+@wrong("ln-default-eps-1e-12", C_LN, "__init__ default changed to eps=1e-12 (BERT's value); forward uses self.eps",
+       'default eps is 1e-12')
+class LNBertEps(LB):
+    def __init__(self, d_model, eps=1e-12):
+        super().__init__(d_model, eps)
+
+    def forward(self, x):
+        m, v = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False)
+        return self.weight * (x - m) / torch.sqrt(v + self.eps) + self.bias
+
+
+# ----------------------------------------------------------------------------------------------
+# Right answers, in many styles, each to pass
+
+
+wrong("ln-package", C_LN, "the package's own class, passed as the answer", "calls the course's own")(ec.LayerNorm)
+right("ln-plain", C_LN, "mean, biased var, eps inside the sqrt, weight and bias")(make_ln())
+
+
+@right("ln-functional", C_LN, "F.layer_norm over the last dimension")
+class LNFunctional(LB):
+    def forward(self, x):
+        return F.layer_norm(x, (x.shape[-1],), self.weight, self.bias, self.eps)
+
+
+@right("ln-one-pass", C_LN, "E[x^2] - E[x]^2 and rsqrt")
+class LNOnePass(LB):
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        var = (x * x).mean(-1, keepdim=True) - mean**2
+        return self.weight * (x - mean) * torch.rsqrt(var + self.eps) + self.bias
+
+
+@right("ln-var_mean-correction0", C_LN, "torch.var_mean(x, -1, correction=0, keepdim=True)")
+class LNR1(LB):
+    def forward(self, x):
+        var, mean = torch.var_mean(x, dim=-1, correction=0, keepdim=True)
+        return (x - mean) / (var + self.eps).sqrt() * self.weight + self.bias
+
+
+@right("ln-subclass-nn", C_LN, "subclass of nn.LayerNorm")
+class LNR2(nn.LayerNorm):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__(d_model, eps=eps)
+
+
+@right("ln-std-biased-squared", C_LN, "x.std(unbiased=False)**2 + eps inside sqrt, addcmul")
+class LNR3(LB):
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        std2 = x.std(-1, unbiased=False, keepdim=True) ** 2
+        return torch.addcmul(self.bias, (x - mean) / torch.sqrt(std2 + self.eps), self.weight)
+
+
+@right("ln-double-internal", C_LN, "computes in float64, casts back")
+class LNR4(LB):
+    def forward(self, x):
+        xd = x.double()
+        m, v = xd.mean(-1, keepdim=True), ((xd - xd.mean(-1, keepdim=True)) ** 2).mean(-1, keepdim=True)
+        return ((xd - m) / torch.sqrt(v + self.eps) * self.weight.double() + self.bias.double()).to(x.dtype)
+
+
+@right("ln-hf-style-eps-name", C_LN, "HF style: self.variance_epsilon, in-place ops on fresh tensors")
+class LNR5(nn.Module):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.variance_epsilon = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x):
+        u = x.mean(-1, keepdim=True)
+        s = (x - u).pow(2).mean(-1, keepdim=True)
+        h = (x - u) / torch.sqrt(s + self.variance_epsilon)
+        return h.mul_(self.weight).add_(self.bias)
+
+
+@right("ln-group-norm", C_LN, "F.group_norm(x.reshape(-1, 1, d), 1) then weight/bias")
+class LNGroup(LB):
+    def forward(self, x):
+        d = x.shape[-1]
+        y = F.group_norm(x.reshape(-1, 1, d), 1, eps=self.eps).reshape(x.shape)
+        return y * self.weight + self.bias
+
+
+@right("ln-instance-norm", C_LN, "F.instance_norm(x.reshape(1, -1, d)): each token a channel")
+class LNInst(LB):
+    def forward(self, x):
+        d = x.shape[-1]
+        y = F.instance_norm(x.reshape(1, -1, d), eps=self.eps).reshape(x.shape)
+        return torch.addcmul(self.bias, y, self.weight)
+
+
+@right("ln-batch-norm-transposed", C_LN, "F.batch_norm on x.reshape(-1, d).T (tokens as channels), training=True")
+class LNBatchT(LB):
+    def forward(self, x):
+        d = x.shape[-1]
+        y = F.batch_norm(x.reshape(-1, d).T, None, None, training=True, eps=self.eps).T.reshape(x.shape)
+        return y * self.weight + self.bias
+
+
+@right("ln-eps-0d-frozen-param", C_LN, "self.eps_t = nn.Parameter(torch.tensor(eps), requires_grad=False) (0-dim)")
+class LNEpsParam(LB):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__(d_model, eps)
+        self.eps_t = nn.Parameter(torch.tensor(eps), requires_grad=False)
+
+    def forward(self, x):
+        m, v = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False)
+        return self.weight * (x - m) / torch.sqrt(v + self.eps_t) + self.bias
+
+
+@right("ln-rms-of-centred", C_LN, "F.rms_norm(x - mean, (d,), eps=eps): RMS of the centred x is the biased std")
+class LNRmsCentred(LB):
+    def forward(self, x):
+        c = x - x.mean(-1, keepdim=True)
+        return F.rms_norm(c, (x.shape[-1],), eps=self.eps) * self.weight + self.bias
+
+
+@right("ln-centering-matrix", C_LN, "centre with x @ (I - 1/d), var = mean of squares")
+class LNMat(LB):
+    def forward(self, x):
+        d = x.shape[-1]
+        C = torch.eye(d, dtype=x.dtype) - 1.0 / d
+        c = x @ C
+        return self.weight * c / (c.square().mean(-1, keepdim=True) + self.eps).sqrt() + self.bias
+
+
+@right("ln-unbiased-rescaled", C_LN, "x.var(-1, keepdim=True) * (d - 1) / d (unbiased turned into biased)")
+class LNResc(LB):
+    def forward(self, x):
+        d = x.shape[-1]
+        v = x.var(-1, keepdim=True) * (d - 1) / d
+        return self.weight * (x - x.mean(-1, keepdim=True)) / torch.sqrt(v + self.eps) + self.bias
+
+
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=30, right=15)

@@ -1,0 +1,108 @@
+"""`encoder-course grade` in this process: weaker isolation, every master, matching by file name."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import time
+
+import pytest
+from grading_helpers import MASTERS, RIGHT, learner, load, solved, write
+
+from encoder_course.course.grade import grade
+
+pytestmark = pytest.mark.notebooks
+
+
+def test_weak_isolation_still_keeps_the_saboteurs_out_of_other_rows(tmp_path):
+    """Without namespaces and without a user to drop to, the grader's own defences still hold."""
+    folder, out = tmp_path / "class", tmp_path / "out"
+    out.mkdir()
+    victim = folder / "z_victim.ipynb"
+    cmd = f"sleep 1; echo daemon-was-here > {out / 'grades.csv'}".encode()
+    write(folder, "a_overwrites_and_leaves_a_daemon.ipynb", solved(padding_mask=(
+        f"open({str(victim)!r}, 'w').write('broken')\n"
+        "import _posixsubprocess, os\nr, w = os.pipe()\n"
+        f"_posixsubprocess.fork_exec([b'/bin/sh', b'-c', {cmd!r}], [b'/bin/sh'], True, (), None, None,"
+        " -1, -1, -1, -1, -1, -1, r, w, True, True, -1, None, None, None, -1, None, False)\n"
+        + RIGHT["padding_mask"])))
+    write(folder, "b_stops_itself.ipynb", solved(
+        padding_mask="import signal\nsignal.raise_signal(signal.SIGSTOP)\n" + RIGHT["padding_mask"],
+        causal_mask=RIGHT["causal_mask"]))
+    write(folder, "z_victim.ipynb", solved(padding_mask=RIGHT["padding_mask"], causal_mask=RIGHT["causal_mask"]))
+    log = io.StringIO()
+    start = time.monotonic()
+    results, code = grade([folder], csv_path=out / "grades.csv", timeout=3, master_dir=MASTERS, out=log,
+                          runner_options={"drop_privileges": False, "allow_namespaces": False})
+    assert code == 0, log.getvalue()
+    by_file = {r.file: r for r in results}
+    assert victim.read_text() == "broken"  # it could write the file ...
+    assert by_file["z_victim.ipynb"].total == 2  # ... but the grader had read it before
+    assert any("changed after the grader read it" in n for n in by_file["z_victim.ipynb"].notes)
+    # a stopped verdict process holds the run up for its time limit only
+    assert by_file["b_stops_itself.ipynb"].checks == {"padding_mask": "timed out", "causal_mask": "passed"}
+    assert time.monotonic() - start < 30
+    time.sleep(1.5)
+    assert "daemon-was-here" not in (out / "grades.csv").read_text()  # killed after its verdict
+
+
+def test_every_master_solution_passes_and_every_learner_stub_is_not_attempted(tmp_path):
+    """No false alarm: the masters' own answers pass every check under the tamper detection."""
+    folder = tmp_path / "class"
+    for path in sorted(MASTERS.glob("0[1-7]_*.ipynb")):
+        write(folder, "solution_" + path.name, load(path))
+        write(folder, "learner_" + path.name, load(path.parent.parent / path.name))
+    log = io.StringIO()
+    results, code = grade([folder], csv_path=tmp_path / "g.csv", timeout=60, master_dir=MASTERS, out=log)
+    assert code == 0
+    for r in results:
+        expected = "passed" if r.file.startswith("solution_") else "not attempted"
+        assert r.checks and set(r.checks.values()) == {expected}, (r.file, r.checks, r.messages)
+
+
+def test_an_untouched_learner_notebook_is_found_by_its_file_name_alone(tmp_path):
+    folder = tmp_path / "class"
+    nb = learner()
+    for c in nb["cells"]:
+        c["metadata"], c["id"] = {}, os.urandom(4).hex()
+    write(folder, "03_masks.ipynb", nb)
+    results, _ = grade([folder], csv_path=None, timeout=30, master_dir=MASTERS, out=io.StringIO())
+    assert results[0].notebook == "03_masks"
+    assert results[0].checks == {"padding_mask": "not attempted", "causal_mask": "not attempted"}
+
+
+FAKE_ENGINE = """#!{python}
+# A stand-in for `docker`: `info` answers, `run ... IMAGE CMD...` runs CMD here, `kill` does nothing.
+import os, sys, tempfile
+args = sys.argv[1:]
+if args[:1] != ["run"]:
+    sys.exit(0)
+env, i = {{"PATH": os.environ["PATH"]}}, 1
+while args[i] != "{image}":
+    if args[i] == "-e":
+        key, _, value = args[i + 1].partition("=")
+        env[key] = value
+    i += 2 if args[i] not in ("--rm", "-i", "--read-only") else 1
+env["PYTHONPATH"] = {root!r}
+os.chdir(tempfile.mkdtemp())
+os.execve({python!r}, [{python!r}] + args[i + 2:], env)
+"""
+
+
+def test_the_container_protocol_with_a_stand_in_engine(tmp_path, monkeypatch):
+    """`--isolate container` end to end, with a fake engine that runs the verdict process here."""
+    from encoder_course.course import sandbox
+
+    engine = tmp_path / "docker"
+    engine.write_text(FAKE_ENGINE.format(python=sys.executable, image="img", root=str(sandbox.course_root())))
+    engine.chmod(0o755)
+    monkeypatch.setattr(sandbox, "container_engine", lambda: (str(engine), ""))
+    folder = tmp_path / "class"
+    write(folder, "right.ipynb", load(MASTERS / "01_tokens_and_positions.ipynb"))
+    write(folder, "stub.ipynb", load(MASTERS.parent / "01_tokens_and_positions.ipynb"))
+    results, code = grade([folder], csv_path=None, timeout=60, master_dir=MASTERS, out=io.StringIO(),
+                          isolate="container", image="img")
+    assert code == 0
+    assert {r.file: r.checks["sinusoidal_positions"] for r in results} == {"right.ipynb": "passed",
+                                                                            "stub.ipynb": "not attempted"}

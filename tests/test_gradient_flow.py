@@ -1,0 +1,87 @@
+"""The gradient measurements of notebooks 05 and 07 (encoder_course.gradient_flow)."""
+
+import math
+
+import pytest
+import torch
+
+from encoder_course.gradient_flow import mean_placement_profile, norm_placement_profile, residual_stack_gradient_norms
+
+# --- notebook 05: a toy tanh stack, with and without residual paths ----------------------------------
+
+def test_gradient_norms_are_finite_positive_and_deterministic():
+    for residual in (True, False):
+        norms = residual_stack_gradient_norms(8, residual)
+        assert len(norms) == 8 and all(math.isfinite(n) and n > 0 for n in norms)
+        assert norms == residual_stack_gradient_norms(8, residual)
+
+
+def test_residual_keeps_the_first_layer_gradient_and_plain_loses_it():
+    plain = residual_stack_gradient_norms(24, False)
+    res = residual_stack_gradient_norms(24, True)
+    assert plain[0] / plain[-1] < 1e-3
+    assert res[0] / res[-1] > 0.5
+
+
+def test_bad_arguments_are_rejected():
+    with pytest.raises(ValueError):
+        residual_stack_gradient_norms(0, True)
+    with pytest.raises(ValueError):
+        residual_stack_gradient_norms(4, True, init="xavier")
+
+
+# --- notebook 07: a stack of encoder blocks, post-LN or pre-LN ----------------------------------------
+
+def test_norm_placement_profile_shapes_and_rng_untouched():
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    profile = norm_placement_profile(True, 4)
+    assert torch.equal(before, torch.get_rng_state())
+    assert len(profile["grad_norm"]) == 4
+    assert len(profile["stream_std"]) == 5
+    assert all(g > 0 for g in profile["grad_norm"])
+
+
+def test_norm_placement_profile_post_ln_stream_is_normalised():
+    profile = norm_placement_profile(False, 6)
+    assert all(abs(s - 1.0) < 0.01 for s in profile["stream_std"][1:])
+
+
+def test_norm_placement_profile_rejects_an_unknown_init():
+    with pytest.raises(ValueError, match="init"):
+        norm_placement_profile(True, 2, init="unit")
+
+
+def test_norm_placement_profile_reports_the_ffn_second_matrix():
+    profile = norm_placement_profile(False, 3)
+    assert len(profile["ffn_w2_grad_norm"]) == len(profile["norm_grad_norm"]) == 3
+    # parts of the layer's parameters: never more than the whole layer's gradient
+    assert all(0 < w2 <= g for w2, g in zip(profile["ffn_w2_grad_norm"], profile["grad_norm"]))
+    assert all(0 < n <= g for n, g in zip(profile["norm_grad_norm"], profile["grad_norm"]))
+
+
+def test_mean_placement_profile_averages_the_seeded_stacks():
+    runs = [norm_placement_profile(True, 3, seed=s) for s in range(3)]
+    mean = mean_placement_profile(True, 3, stacks=3)
+    assert mean["stacks"] == 3
+    for key in ("grad_norm", "ffn_w2_grad_norm", "norm_grad_norm", "stream_std"):
+        expected = [sum(values) / 3 for values in zip(*(run[key] for run in runs))]
+        assert mean[key] == pytest.approx(expected, rel=1e-12)
+
+
+def test_mean_placement_profile_shapes_at_depth_24():
+    """What notebook 07 states: averaged over 5 stacks, pre-LN's gradient falls towards the output,
+    post-LN's attention and FFN weights do not grow towards it (its last layer's LayerNorm does)."""
+    pre = mean_placement_profile(True, 24)
+    post = mean_placement_profile(False, 24)
+    assert pre["grad_norm"][-1] / pre["grad_norm"][0] < 0.4
+    assert 0.8 < post["grad_norm"][-1] / post["grad_norm"][0] < 1.6
+    assert post["ffn_w2_grad_norm"][-1] / post["ffn_w2_grad_norm"][0] < 1.0
+    assert post["norm_grad_norm"][-1] > 2 * post["norm_grad_norm"][0]  # the last LayerNorm stands out
+
+
+def test_mean_placement_profile_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="stacks"):
+        mean_placement_profile(True, 2, stacks=0)
+    with pytest.raises(TypeError, match="seed"):
+        mean_placement_profile(True, 2, seed=3)

@@ -1,0 +1,179 @@
+"""Bad calls get a clear error or a right answer: the cases a probe of 168 bad calls found silently
+wrong or confusing, and the rule that each input check and the torch weight copy are written once."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import encoder_course as ec
+from encoder_course import blockwise
+
+PACKAGE = Path(ec.__file__).parent
+
+
+def _config(**changes):
+    return ec.EncoderConfig(vocab_size=20, max_len=16, d_model=16, n_heads=2, d_ff=32, n_layers=1,
+                            dropout=0.0).replace(**changes)
+
+
+def test_a_square_2d_mask_with_batch_equal_to_length_is_refused_as_ambiguous():
+    enc = ec.Encoder(_config()).eval()
+    ids = torch.randint(1, 20, (5, 5))
+    with pytest.raises(ValueError, match="ambiguous"):
+        enc(ids, ec.causal_mask(5))
+    # Given with its batch and head axes, the causal mask is a causal mask: position 0 ignores the rest.
+    out = enc(ids, ec.causal_mask(5)[None, None])
+    changed = ids.clone()
+    changed[:, 1:] = (changed[:, 1:] % 19) + 1
+    torch.testing.assert_close(enc(changed, ec.causal_mask(5)[None, None])[:, 0], out[:, 0])
+    # A (B, L) padding mask with B != L is still read as a padding mask.
+    ids = torch.randint(1, 20, (2, 5))
+    pad = torch.tensor([[True] * 5, [True, True, False, False, False]])
+    torch.testing.assert_close(enc(ids, pad), enc(ids, ec.padding_mask(ids.masked_fill(~pad, 0), 0)))
+
+
+def test_mean_pool_checks_its_inputs_and_pools_a_4d_padding_mask_over_every_real_token():
+    hidden = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
+    mask = torch.tensor([[True, True, False], [True, True, True]])
+    want = torch.stack([hidden[0, :2].mean(0), hidden[1].mean(0)])
+    torch.testing.assert_close(ec.mean_pool(hidden, mask), want)
+    torch.testing.assert_close(ec.mean_pool(hidden, mask[:, None, None, :]), want)
+    with pytest.raises(ValueError, match=r"\(B, 1, 1, L\)"):
+        ec.mean_pool(hidden, mask[:, None, :, None].expand(2, 1, 3, 3))
+    with pytest.raises(ValueError, match=r"3 dimensions \(B, L, d\)"):
+        ec.mean_pool(hidden[0], mask[0])
+    with pytest.raises(TypeError, match="torch.bool"):
+        ec.mean_pool(hidden, mask.float())
+    assert (ec.mean_pool(hidden, torch.zeros(2, 3, dtype=torch.bool)) == 0).all()  # no real token
+
+
+def test_rotate_pairs_refuses_integer_input():
+    with pytest.raises(TypeError, match="floating-point"):
+        ec.rotate_pairs(torch.ones(4, 6, dtype=torch.long))
+    with pytest.raises(ValueError, match="even d"):
+        ec.rotate_pairs(torch.ones(4, 5))
+    with pytest.raises(ValueError, match=r"positions must have shape \(L,\)"):
+        ec.rotate_pairs(torch.ones(4, 6), positions=torch.arange(3))
+
+
+@pytest.mark.parametrize("pad_id", [0.5, None, True, "0"])
+def test_padding_mask_refuses_a_pad_id_that_is_not_an_int(pad_id):
+    with pytest.raises(TypeError, match="pad_id must be an int"):
+        ec.padding_mask(torch.tensor([[1, 0]]), pad_id)
+
+
+def test_half_precision_step_by_step_attention_does_not_overflow():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 6, 64) * 1e3).half(), (torch.randn(1, 2, 6, 64) * 1e3).half(), \
+        torch.randn(1, 2, 6, 64).half()
+    out, weights = ec.scaled_dot_product_attention(q, k, v)
+    assert out.dtype == weights.dtype == torch.float16
+    assert torch.isfinite(out).all() and torch.isfinite(weights).all()
+    torch.testing.assert_close(out, ec.fast_attention(q, k, v), atol=2e-3, rtol=0)
+    torch.testing.assert_close(out.float(), ec.scaled_dot_product_attention(q.float(), k.float(), v.float())[0],
+                               atol=2e-3, rtol=0)
+
+
+def test_layer_norm_returns_half_for_half_input_on_both_paths():
+    x = torch.randn(2, 3, 8).half()
+    for fast in (True, False):
+        assert ec.LayerNorm(8, fast=fast)(x).dtype == torch.float16
+
+
+def test_split_and_merge_heads_say_what_they_expect():
+    with pytest.raises(ValueError, match=r"3 dimensions \(B, L, d_model\)"):
+        ec.split_heads(torch.randn(4, 8), 2)
+    with pytest.raises(ValueError, match=r"d_model \(10\) must be divisible by n_heads \(4\)"):
+        ec.split_heads(torch.randn(1, 4, 10), 4)
+    with pytest.raises(ValueError, match=r"4 dimensions \(B, H, L, d_head\)"):
+        ec.merge_heads(torch.randn(1, 4, 10))
+    with pytest.raises(TypeError, match="n_heads must be an int"):
+        ec.split_heads(torch.randn(1, 4, 8), 2.0)
+    x = torch.randn(2, 5, 12)
+    assert torch.equal(ec.merge_heads(ec.split_heads(x, 3)), x)
+
+
+def test_blockwise_attention_with_zero_queries_returns_an_empty_result():
+    q, k, v = torch.randn(2, 0, 8), torch.randn(2, 5, 8), torch.randn(2, 5, 3)
+    for out in (ec.chunked_attention(q, k, v, chunk_size=2), blockwise.online_softmax_attention(q, k, v)):
+        assert out.shape == (2, 0, 3)
+
+
+@pytest.mark.parametrize("args, error, words", [
+    ((4, 7.5), TypeError, "d_model must be an int"),
+    ((0, 8), ValueError, "max_len must be a positive int"),
+    ((4.0, 8), TypeError, "max_len must be an int"),
+])
+def test_learned_positions_check_their_sizes(args, error, words):
+    with pytest.raises(error, match=words):
+        ec.LearnedPositions(*args)
+
+
+@pytest.mark.parametrize("seed, error", [(2**70, ValueError), (-1, ValueError), (1.5, TypeError), ("1", TypeError)])
+def test_seed_everything_explains_a_bad_seed(seed, error):
+    with pytest.raises(error, match="seed must be an int"):
+        ec.seed_everything(seed)
+
+
+def test_seed_everything_accepts_the_whole_range():
+    ec.seed_everything(2**64 - 1)
+    ec.seed_everything(0)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ec.MultiHeadAttention(8, 2, dropout=1.0),
+    lambda: ec.FeedForward(8, 16, dropout=-0.1),
+    lambda: ec.EncoderBlock(8, 2, 16, dropout=1.5),
+    lambda: _config(dropout=2.0),
+    lambda: ec.fast_attention(torch.ones(1, 2, 4), torch.ones(1, 2, 4), torch.ones(1, 2, 4), dropout_p=1.0),
+])
+def test_every_dropout_rate_is_checked_the_same_way(make):
+    with pytest.raises(ValueError, match=r"must be in \[0, 1\)"):
+        make()
+
+
+def test_a_long_sequence_gets_the_same_message_everywhere():
+    words = r"sequence length 17 is longer than the position table \(max_len 16\)"
+    with pytest.raises(ValueError, match=words):
+        ec.Encoder(_config())(torch.ones(1, 17, dtype=torch.long))
+    with pytest.raises(ValueError, match=words):
+        ec.SinusoidalPositions(16, 8)(torch.zeros(1, 17, 8))
+    with pytest.raises(ValueError, match=words):
+        ec.LearnedPositions(16, 8)(torch.zeros(1, 17, 8))
+
+
+def test_pick_device_says_what_it_picked():
+    device, reason = ec.pick_device()
+    assert isinstance(device, torch.device) and reason
+    if device.type == "cpu":
+        assert "Runtime > Change runtime type > GPU" in reason
+    assert ec.pick_device("cpu")[0].type == "cpu"
+    with pytest.raises(ValueError, match="prefer must be"):
+        ec.pick_device("tpu")
+
+
+def _package_sources():
+    return {p: p.read_text(encoding="utf-8") for p in PACKAGE.rglob("*.py")}
+
+
+@pytest.mark.parametrize("phrase, home", [
+    ("longer than the position table", "_validate.py"),
+    ("must be in [0, 1)", "_validate.py"),
+    ("must be an integer tensor", "_validate.py"),
+    ("in_proj_weight", "interop.py"),
+    ("in_proj_bias", "interop.py"),
+])
+def test_each_input_check_and_the_torch_weight_copy_are_written_once(phrase, home):
+    places = [p.relative_to(PACKAGE).as_posix() for p, text in _package_sources().items()
+              if phrase in text and "checks" not in p.parts]
+    assert places == [home], places
+
+
+def test_notebooks_use_the_torch_bridges_instead_of_copying_weights():
+    import nbformat
+
+    notebooks = sorted((PACKAGE.parent / "notebooks").rglob("[0-9][0-9]_*.ipynb"))
+    copying = [p.name for p in notebooks for cell in nbformat.read(p, as_version=4).cells
+               if cell.cell_type == "code" and "in_proj_weight" in cell.source]
+    assert not copying, copying
