@@ -100,8 +100,13 @@ def serve(sock_fd: int) -> int:
             continue
         if request.get("op") != "spawn":
             continue
+        server = os.getpid()
         pid = os.fork()
         if pid == 0:
+            # First of all: die with the server, even if it died between the fork and this line.
+            sandbox.prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != server:
+                os._exit(70)
             sock.close()
             _child(request, fds)
         for fd in fds:

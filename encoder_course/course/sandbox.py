@@ -349,7 +349,9 @@ def enter(plan: Plan, job_dir: str, *, fork_for_pid_namespace: bool = True) -> s
         unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
         if fork_for_pid_namespace:
             pid = os.fork()
-            if pid:
+            if pid == 0:  # PID 1 of the new namespace: die with the process that waits for it
+                prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            else:
                 prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
                 _, status = os.waitpid(pid, 0)
                 os._exit(os.waitstatus_to_exitcode(status) & 0xFF if os.WIFEXITED(status) else 111)
