@@ -6,8 +6,9 @@ one line, indented like the markers::
 
     raise NotImplementedError("Exercise: write scaled_dot_product_attention: replace this line with your code")
 
-Exercise and check cells (``metadata["encoder_course"]["role"]``), and cells that use the learner's
-workspace (``yours.``), lose their stored outputs, and the
+Exercise and check cells (``metadata["encoder_course"]["role"]``), any other cell that calls a checker
+(notebook 00's demonstrations), and cells that use the learner's workspace (``yours.``) lose their
+stored outputs, and the
 check cells their ``# NBVAL_CHECK_OUTPUT`` marker: a learner opening a notebook sees no pass under an
 exercise they have not written, and the self-check (``pytest --nbval-lax``) judges a check cell by
 whether it raises, never by what a saved notebook happens to hold. Everything else (other cells,
@@ -117,7 +118,8 @@ def learner_notebook(nb: nbformat.NotebookNode, where: str = "notebook") -> nbfo
             cell["source"] = stub_source(cell["source"], f"{where}, cell {index}")
         # No stored result of an exercise, and nothing that depends on the workspace of whoever ran the
         # solutions (which parts are "yours"): a learner sees these outputs only when they run the cell.
-        if cell_role(cell) in ("exercise", "check") or "yours." in cell.get("source", ""):
+        source = cell.get("source", "")
+        if cell_role(cell) in ("exercise", "check") or "yours." in source or "checks.check_" in source:
             cell["outputs"], cell["execution_count"] = [], None
             cell.get("metadata", {}).pop("execution", None)
         if cell_role(cell) == "check":
