@@ -65,3 +65,14 @@ def test_a_kernel_that_never_starts_is_reported_as_dead(busy_port, monkeypatch, 
     run = kernel_run.run_notebook(tiny_notebook(), timeout=120, cwd=tmp_path)
     assert manager.starts == kernel_run.START_ATTEMPTS
     assert (run.stop_reason, run.stopped_at, run.executed) == ("kernel died", 0, [])
+
+
+def test_the_run_returns_seconds_after_its_last_cell(tmp_path):
+    """No waiting after the last cell: the kernel is shut down at once, even with a busy core."""
+    import time
+
+    start = time.monotonic()
+    run = kernel_run.run_notebook(tiny_notebook(), timeout=120, cwd=tmp_path)
+    after_last_cell = (time.monotonic() - start) - run.seconds
+    assert run.stop_reason is None
+    assert after_last_cell < 10, f"{after_last_cell:.1f} s between the last cell and the end of the run"
