@@ -73,7 +73,8 @@ def test_interrupted_and_killed_runs_keep_their_rows_and_resume(tmp_path):
     assert len(second) > len(first) and [r["file"] for r in second[:len(first)]] == [r["file"] for r in first]
     assert len({r["file"] for r in second}) == len(second) and all(r["total"] == "2" for r in second)
     _, alive = psutil.wait_procs(below, timeout=10)
-    assert not [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    left = [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not left, [(p.pid, p.cmdline(), p.ppid()) for p in left]
 
 
 def test_stoppers_and_spies_cost_only_their_own_exercise(tmp_path):

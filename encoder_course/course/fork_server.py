@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import sys
+import time
 
 from .verdict import JOB_FD, TOKEN_FD, VERDICT_FD, _transformer, describe_error, new_namespace, run_cells, run_job
 
@@ -55,6 +56,23 @@ def _preload(setups) -> list[str]:
     return problems
 
 
+def _watch_parent(parent: int, children: set) -> None:
+    """Belt and braces for the parent-death signal: when the grader is gone (this process re-parented,
+    even while it is busy importing for a warm-up), kill every verdict process and exit."""
+    import threading
+
+    from . import sandbox
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        for pid in list(children):
+            sandbox.kill_session(pid)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def serve(sock_fd: int) -> int:
     """The fork server: one verdict process per ``spawn`` request, each a fork of this warm process."""
     import select
@@ -65,13 +83,14 @@ def serve(sock_fd: int) -> int:
     sock = socket.socket(fileno=sock_fd)
     sandbox.make_subreaper()
     sandbox.prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL)
+    children = set()
+    _watch_parent(os.getppid(), children)
     namespaces = sandbox.probe_namespaces()
 
     def send(obj):
         sock.send(json.dumps(obj).encode())
 
     send({"hello": True, "pid": os.getpid(), "namespaces": namespaces})
-    children = set()
     while True:
         while True:  # reap every child, orphans re-parented to this subreaper included
             try:

@@ -405,7 +405,10 @@ def summary(results: list[Result], keys: list[str], top: int = 3) -> str:
 # The run
 
 
-class Interrupted(Exception):
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM to the grader (a BaseException, as KeyboardInterrupt: no `except Exception` on the
+    way, such as the runner's "could not start" handler, may turn it into a graded error)."""
+
     def __init__(self, signum):
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
