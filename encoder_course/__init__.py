@@ -2,34 +2,53 @@
 
 The model, in course order: positions, attention, masks, multi_head, layer_norm, feed_forward,
 block, encoder (with pooling and blockwise attention beside them). Masks are bool with
-True = may attend. ``import encoder_course`` loads only torch; the measurements
+True = may attend.
+
+``import encoder_course`` itself imports nothing (not even torch): each name below loads its module
+on first use, so ``encoder-course --help`` answers at once. The measurements
 (``encoder_course.counting``, ``cost``, ``timing``, ...), the bridges to ``torch.nn`` and checkpoints
 (``encoder_course.interop``), the figures (``plots``), the widgets (``widgets``), the exercise
 checkers (``checks``) and the course machinery (``course``) are imported when asked for.
 """
 
-from .attention import fast_attention, scaled_dot_product_attention
-from .block import EncoderBlock
-from .blockwise import chunked_attention, online_softmax_attention
-from .cost import bytes_per_element, crossover_length, layer_flops, score_bytes
-from .counting import count_parameters
-from .encoder import Embeddings, Encoder, EncoderConfig
-from .feed_forward import FeedForward
-from .interop import to_torch_padding_mask
-from .layer_norm import LayerNorm
-from .masks import causal_mask, padding_mask
-from .multi_head import MultiHeadAttention, merge_heads, split_heads
-from .pooling import mean_pool
-from .positions import LearnedPositions, SinusoidalPositions, rotate_pairs, sinusoidal_positions
-from .utils import environment, pick_device, seed_everything, show_source, source_of
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.2.0"
 
-__all__ = [
-    "Embeddings", "Encoder", "EncoderBlock", "EncoderConfig", "FeedForward", "LayerNorm",
-    "LearnedPositions", "MultiHeadAttention", "SinusoidalPositions", "bytes_per_element",
-    "causal_mask", "chunked_attention", "count_parameters", "crossover_length", "environment", "fast_attention",
-    "layer_flops", "mean_pool", "merge_heads", "online_softmax_attention", "padding_mask", "pick_device",
-    "rotate_pairs", "scaled_dot_product_attention", "score_bytes", "seed_everything", "show_source", "source_of",
-    "sinusoidal_positions", "split_heads", "to_torch_padding_mask",
-]
+#: Each public name and the module that defines it, in course order.
+_SOURCES = {
+    "LearnedPositions": "positions", "SinusoidalPositions": "positions", "rotate_pairs": "positions",
+    "sinusoidal_positions": "positions",
+    "fast_attention": "attention", "scaled_dot_product_attention": "attention",
+    "causal_mask": "masks", "padding_mask": "masks",
+    "MultiHeadAttention": "multi_head", "merge_heads": "multi_head", "split_heads": "multi_head",
+    "LayerNorm": "layer_norm",
+    "FeedForward": "feed_forward",
+    "EncoderBlock": "block",
+    "Embeddings": "encoder", "Encoder": "encoder", "EncoderConfig": "encoder",
+    "mean_pool": "pooling",
+    "chunked_attention": "blockwise", "online_softmax_attention": "blockwise",
+    "count_parameters": "counting",
+    "bytes_per_element": "cost", "crossover_length": "cost", "layer_flops": "cost", "score_bytes": "cost",
+    "to_torch_padding_mask": "interop",
+    "environment": "utils", "pick_device": "utils", "seed_everything": "utils", "show_source": "utils",
+    "source_of": "utils",
+}
+
+__all__ = sorted(_SOURCES)
+
+
+def __getattr__(name: str):
+    """Load a public name's module on first use (PEP 562) and keep the name here."""
+    module = _SOURCES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'encoder_course' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_SOURCES))

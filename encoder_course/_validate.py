@@ -18,6 +18,26 @@ def shape_str(t: torch.Tensor) -> str:
     return "(" + ", ".join(str(s) for s in t.shape) + ")"
 
 
+def broadcast_shape(*shapes) -> tuple[int, ...] | None:
+    """The shape that ``shapes`` broadcast to, or None when they do not broadcast.
+
+    Computed here in plain Python: ``torch.broadcast_shapes`` imports ``torch.fx`` and sympy on its
+    first call, which costs seconds on a busy machine and must never happen inside a time-limited check.
+    """
+    out: list[int] = []
+    for shape in shapes:
+        shape = tuple(shape)
+        if len(shape) > len(out):
+            out = [1] * (len(shape) - len(out)) + out
+        for i, size in enumerate(shape, start=len(out) - len(shape)):
+            if size == out[i] or size == 1:
+                continue
+            if out[i] != 1:
+                return None
+            out[i] = size
+    return tuple(out)
+
+
 def require_tensor(name: str, value, *, floating: bool = False) -> None:
     """Raise ``TypeError`` unless ``value`` is a tensor (of a floating dtype if asked)."""
     if not isinstance(value, torch.Tensor):
@@ -124,18 +144,18 @@ def require_qkv(q, k, v) -> None:
         raise TypeError(f"q, k and v must share one dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have the same number of positions L_k: k {shape_str(k)}, v {shape_str(v)}")
-    try:
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except RuntimeError:
+    if broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2]) is None:
         raise ValueError(
             f"the leading (batch, head) dimensions of q {shape_str(q)}, k {shape_str(k)} and "
             f"v {shape_str(v)} do not broadcast"
-        ) from None
+        )
 
 
 def scores_shape(q: torch.Tensor, k: torch.Tensor) -> tuple[int, ...]:
     """The shape ``(..., L_q, L_k)`` of the scores of ``q`` against ``k``."""
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    batch = broadcast_shape(q.shape[:-2], k.shape[:-2])
+    if batch is None:
+        raise ValueError(f"the leading dimensions of q {shape_str(q)} and k {shape_str(k)} do not broadcast")
     return (*batch, q.shape[-2], k.shape[-2])
 
 
@@ -149,11 +169,7 @@ def check_mask(mask, target_shape: tuple[int, ...]) -> None:
             "convert with `mask.bool()` or build it with padding_mask()/causal_mask()"
         )
     target = "(" + ", ".join(str(s) for s in target_shape) + ")"
-    try:
-        merged = torch.broadcast_shapes(tuple(mask.shape), tuple(target_shape))
-    except RuntimeError:
-        merged = None
-    if merged != torch.Size(target_shape):
+    if broadcast_shape(mask.shape, target_shape) != tuple(target_shape):
         hint = ""
         if mask.dim() == 2 and len(target_shape) == 4 and tuple(mask.shape) == (target_shape[0], target_shape[-1]):
             hint = ("; it looks like a (B, L) padding mask: give it as (B, 1, 1, L), with "

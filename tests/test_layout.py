@@ -38,9 +38,66 @@ def test_a_model_module_imports_only_torch_and_the_model(name):
 def test_importing_the_package_loads_no_plotting_or_jupyter_module():
     code = ("import sys, encoder_course\n"
             "print([m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'ipywidgets', 'IPython', "
-            "'jupyter_client', 'nbformat', 'nbclient', 'sphinx')])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+            "'jupyter_client', 'nbformat', 'nbclient', 'sphinx', 'torch')])\n"
+            "encoder_course.Encoder\n"
+            "print([m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'ipywidgets', 'IPython')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.stdout.split() == ["[]", "[]"], out.stdout + out.stderr  # not even torch until a name is used
+
+
+MODEL_PATH = """
+import sys
+import torch
+import encoder_course as ec
+from encoder_course import checks
+from tests.checks.catalogue import sdpa
+names = {n: getattr(ec, n) for n in ec.__all__}  # every public name loaded
+before = set(sys.modules)
+for norm_first in (False, True):
+    config = ec.EncoderConfig(vocab_size=50, max_len=16, d_model=16, n_heads=2, d_ff=32, n_layers=2,
+                              norm_first=norm_first)
+    model = ec.Encoder(config)
+    ids = torch.randint(1, 50, (2, 7))
+    ids[0, 5:] = 0
+    model(ids, ids != 0).sum().backward()
+    model.eval()
+    model.attention_maps(ids)
+q = torch.randn(2, 2, 5, 8, requires_grad=True)
+out, weights = ec.scaled_dot_product_attention(q, q, q, ec.causal_mask(5))
+(out.sum() + ec.online_softmax_attention(q, q, q, None, 2).sum()).backward()
+ec.mean_pool(torch.randn(2, 7, 8), ids != 0)
+ec.count_parameters(model)
+print("model", sorted(m for m in set(sys.modules) - before if not m.startswith("encoder_course.")))
+before = set(sys.modules)
+checks.check_scaled_dot_product_attention(sdpa)
+checks.check_padding_mask(lambda ids, pad_id: (ids != pad_id)[:, None, None, :])
+print("checks", sorted(m for m in set(sys.modules) - before if not m.startswith("encoder_course.")))
+"""
+
+
+def test_the_model_and_its_checks_import_nothing_lazily():
+    """A lazy import on the model's path (torch.broadcast_shapes imports torch.fx and sympy) costs seconds
+    on a busy machine and can be cut in half by a time-out: none happens once the names are loaded."""
+    out = subprocess.run([sys.executable, "-c", MODEL_PATH], capture_output=True, text=True, timeout=300,
+                         cwd=PACKAGE.parent)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = [line for line in out.stdout.splitlines() if line.startswith(("model", "checks"))]
+    assert lines == ["model []", "checks []"], out.stdout
+
+
+def test_broadcast_shape_agrees_with_torch():
+    import torch
+
+    from encoder_course._validate import broadcast_shape
+
+    cases = [((), ()), ((2, 1), (1, 3)), ((4, 1, 1, 5), (4, 2, 5, 5)), ((3,), (2, 3)), ((2, 3), (3, 2)),
+             ((1,), (0,)), ((2, 0), (1, 1)), ((5, 1, 7), (3, 1), (1,)), ((2,), (3,))]
+    for shapes in cases:
+        try:
+            expected = tuple(torch.broadcast_shapes(*shapes))
+        except RuntimeError:
+            expected = None
+        assert broadcast_shape(*shapes) == expected, shapes
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))

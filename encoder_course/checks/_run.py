@@ -13,7 +13,6 @@ import functools
 import inspect
 import io
 import os
-import signal
 import sys
 import threading
 import time
@@ -23,11 +22,22 @@ from typing import Callable
 
 import torch
 
+from . import _timer
 from .registry import exercise, exercise_named
 
-#: Seconds one call of the learner's code may take on the checkers' tiny inputs. The value in force
-#: is the package's, ``checks.TIME_LIMIT`` (a teacher may raise it there for slow machines).
-TIME_LIMIT = 10.0
+
+#: Seconds of processor time one call of the learner's code may take on the checkers' tiny inputs
+#: (processor time, so a busy machine does not stretch it). The value in force is the package's,
+#: ``checks.TIME_LIMIT``; a teacher may raise it there, or with ``ENCODER_COURSE_TIME_LIMIT``.
+def _limit_from_environment(default: float = 10.0) -> float:
+    try:
+        value = float(os.environ.get("ENCODER_COURSE_TIME_LIMIT", default))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+TIME_LIMIT = _limit_from_environment()
 
 _CHECKS_DIR = os.path.dirname(os.path.abspath(__file__))
 _PRINTED_LINES = 10  # how much of what the learner's code printed a failure message shows
@@ -47,42 +57,8 @@ class _NotAttempted(Exception):
     """Internal: the candidate still raises NotImplementedError."""
 
 
-class _Timeout(BaseException):
-    """Internal: raised by the timer signal (a BaseException so ``except Exception`` cannot eat it)."""
-
-
 # ----------------------------------------------------------------------------------------------
 # Calling the learner's code: a time limit, its errors turned into hints
-
-
-@contextlib.contextmanager
-def _time_limit(seconds: float):
-    """Interrupt the block after ``seconds`` (main thread on POSIX); elsewhere only measure."""
-    usable = (
-        hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
-        and seconds > 0
-    )
-    if not usable:
-        yield
-        return
-
-    def _on_alarm(signum, frame):
-        raise _Timeout()
-
-    try:
-        previous = signal.signal(signal.SIGALRM, _on_alarm)
-    except ValueError:  # not allowed here after all
-        yield
-        return
-    old_timer = signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        if old_timer[0] > 0:  # someone else had a timer running: give it back
-            signal.setitimer(signal.ITIMER_REAL, *old_timer)
 
 
 #: What a name that is not defined needs, when it is one the course's cells import.
@@ -243,33 +219,41 @@ def _time_limit_in_force() -> float:
     return getattr(sys.modules.get(__package__), "TIME_LIMIT", TIME_LIMIT)
 
 
+def _too_slow(name: str, what: str, limit: float, waited: bool = False) -> ExerciseError:
+    if waited:
+        took = f"kept waiting for more than {limit * _timer.WALL_FACTOR:g} s {what} (sleeping or waiting for input)"
+    else:
+        took = f"took more than {limit:g} s of processor time {what}, on inputs with only a few numbers"
+    return ExerciseError(
+        f"Your {name} {took}. Look for a loop that never ends (a `while` whose condition never changes) "
+        "or a loop over every element; tensor operations on the whole tensor are enough here.\n"
+        f"(If your code is right and the machine is very slow, raise the limit: `checks.TIME_LIMIT = "
+        f"{max(60, 6 * limit):g}`, or set ENCODER_COURSE_TIME_LIMIT before starting Jupyter.)"
+    )
+
+
 def _invoke(name: str, what: str, fn: Callable, *args, **kwargs):
     """Call the learner's ``fn``; turn its failures into learner messages."""
     limit = _time_limit_in_force()
-    start = time.perf_counter()
+    start, start_clock = time.process_time(), time.perf_counter()
     try:
-        with _time_limit(limit), _reference_locked():
+        with _timer.time_limit(limit) as timer, _reference_locked():
             result = fn(*args, **kwargs)
     except _UsedReference:
         raise ExerciseError(f"Your {name} uses the course's own answer {what}.") from None
     except NotImplementedError as exc:
         raise _NotAttempted(str(exc)) from None
-    except _Timeout:
-        raise ExerciseError(
-            f"Your {name} took more than {limit:g} s {what}, on inputs with only a few numbers. "
-            "Look for a loop that never ends (a `while` whose condition never changes) or a loop "
-            "over every element; tensor operations on the whole tensor are enough here."
-        ) from None
+    except _timer.Timeout:
+        raise _too_slow(name, what, limit, timer.waited) from None
     except Exception as exc:
         if exc.__traceback__ is not None and exc.__traceback__.tb_next is not None:
             exc = exc.with_traceback(_from_learner(exc.__traceback__.tb_next))  # the learner's frames only
         hint = _error_hint(exc, name, _given_masks(args, kwargs))
         raise ExerciseError(f"Your {name} raised {type(exc).__name__} {what}: {exc}\nHint: {hint}") from exc
-    if time.perf_counter() - start > limit:
-        raise ExerciseError(
-            f"Your {name} took more than {limit:g} s {what}, on inputs with only a few numbers. "
-            "Use whole-tensor operations instead of Python loops over elements."
-        )
+    if time.process_time() - start > limit:
+        raise _too_slow(name, what, limit)
+    if time.perf_counter() - start_clock > limit * _timer.WALL_FACTOR:
+        raise _too_slow(name, what, limit, waited=True)
     for value in (result if isinstance(result, (tuple, list)) else (result,)):
         # A tensor subclass can answer torch.equal or torch.allclose as it likes: only plain tensors count.
         if isinstance(value, torch.Tensor) and type(value) not in (torch.Tensor, torch.nn.Parameter):

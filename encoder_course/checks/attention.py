@@ -10,6 +10,7 @@ import math
 
 import torch
 
+from .._validate import scores_shape
 from ._compare import _check_gradients, _close, _first_match, _random_inside, _shape_hint, _where_differs
 from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
 from .registry import exercise
@@ -165,8 +166,7 @@ _ATTENTION_MISTAKES = [
 
 def _fitted_scale(q, k, weights) -> float | None:
     """If ``weights`` are softmax(q k^T / c) for one wrong constant c, return c."""
-    scores_shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
-    if tuple(weights.shape) != scores_shape or not torch.isfinite(weights).all() or (weights <= 0).any():
+    if tuple(weights.shape) != scores_shape(q, k) or not torch.isfinite(weights).all() or (weights <= 0).any():
         return None
     raw = (q.double() @ k.double().transpose(-2, -1))
     logs = torch.log(weights.double())

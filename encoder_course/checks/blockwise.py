@@ -38,6 +38,7 @@ import math
 import torch
 from torch.overrides import TorchFunctionMode
 
+from .._validate import scores_shape
 from ._compare import _check_gradients, _close, _first_match, _random_inside, _shape_hint, _where_differs
 from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
 from .registry import exercise
@@ -50,7 +51,7 @@ def _online(q, k, v, mask, block, *, scale=True, rescale_sum=True, rescale_acc=T
             guard_blocks=True, guard_rows=True, fill="-inf", divide="end", skip_last=False, inverted=False,
             rescale_sign=1.0):
     """Attention over key blocks with a running max and sum; the keywords switch on one slip each."""
-    shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    shape = scores_shape(q, k)
     if mask is not None:
         mask = torch.broadcast_to(mask, shape)
         mask = ~mask if inverted else mask

@@ -25,6 +25,8 @@ class RunResult:
     Attributes:
         seconds: wall time from kernel start to the end of the last cell run.
         peak_rss: the kernel's peak resident memory in bytes (with its child processes), 0 if unknown.
+        cpu_seconds: processor time the kernel used (with its child processes), 0 if unknown: unlike
+            ``seconds``, barely changed by a busy machine, so it is what a test may bound.
         executed: indices of the cells that finished.
         stopped_at: index of the cell that was running when the run stopped early, else None.
         stop_reason: ``"timed out"``, ``"kernel died"``, ``"error"`` or None.
@@ -32,6 +34,7 @@ class RunResult:
 
     seconds: float = 0.0
     peak_rss: int = 0
+    cpu_seconds: float = 0.0
     executed: list[int] = field(default_factory=list)
     stopped_at: int | None = None
     stop_reason: str | None = None
@@ -40,7 +43,7 @@ class RunResult:
 class _PeakMemory(threading.Thread):
     def __init__(self, pid: int | None):
         super().__init__(daemon=True)
-        self.pid, self.peak, self.stop = pid, 0, threading.Event()
+        self.pid, self.peak, self.cpu, self.stop = pid, 0, 0.0, threading.Event()
 
     def run(self):
         try:
@@ -50,8 +53,9 @@ class _PeakMemory(threading.Thread):
         while self.pid and not self.stop.is_set():
             try:
                 proc = psutil.Process(self.pid)
-                rss = proc.memory_info().rss + sum(c.memory_info().rss for c in proc.children(recursive=True))
-                self.peak = max(self.peak, rss)
+                family = [proc, *proc.children(recursive=True)]
+                self.peak = max(self.peak, sum(p.memory_info().rss for p in family))
+                self.cpu = max(self.cpu, sum(sum(p.cpu_times()[:2]) for p in family))
             except psutil.Error:
                 pass
             self.stop.wait(0.1)
@@ -116,7 +120,7 @@ def run_notebook(nb, *, timeout: float, cwd: str | Path, kernel_name: str = "pyt
         result.seconds = time.monotonic() - start
         memory.stop.set()
         memory.join()
-        result.peak_rss = memory.peak
+        result.peak_rss, result.cpu_seconds = memory.peak, memory.cpu
         kc.stop_channels()
         km.shutdown_kernel(now=True)
 

@@ -177,6 +177,10 @@ def read_all(fd: int, limit: int = 32 * 1024 * 1024) -> bytes:
 def run_job(job_fd: int, token_fd: int, verdict_fd: int) -> None:
     """Everything a verdict process does; never returns (the keeper ends the process)."""
     job = json.loads(read_all(job_fd).decode("utf-8"))
+    import encoder_course
+
+    for name in encoder_course.__all__:  # load the package's lazy names now, before anything is watched
+        getattr(encoder_course, name)
     handoff, arm_request, armed = queue.SimpleQueue(), threading.Event(), threading.Event()
     keeper = threading.Thread(
         target=_keeper, name="verdict-keeper", daemon=True,

@@ -11,7 +11,7 @@ from torch import nn
 
 import encoder_course as ec
 from encoder_course import checks
-from encoder_course.checks import ExerciseError, _run
+from encoder_course.checks import ExerciseError, _run, _timer
 
 from .catalogue import BB, FB, LB, MB, PASS_LINES, pe_right, pe_swapped, sdpa_in_place
 from .test_block import BlockRight
@@ -84,19 +84,105 @@ def test_slow_candidate_is_stopped(monkeypatch):
     start = time.perf_counter()
     with pytest.raises(ExerciseError, match="took more than 0.3 s"):
         checks.check_scaled_dot_product_attention(sdpa_slow)
-    assert time.perf_counter() - start < 5
+    assert time.perf_counter() - start < 60  # stopped, not left to spin (0.3 s of processor time)
 
 
 def test_slow_candidate_without_timer_is_reported(monkeypatch):
     monkeypatch.setattr(checks, "TIME_LIMIT", 0.05)
     monkeypatch.setattr(_run.threading, "main_thread", lambda: None)  # no signal timer: only measure
 
-    def sleepy(L, d):
-        time.sleep(0.1)
+    def busy(L, d):
+        start = time.process_time()
+        while time.process_time() - start < 0.1:
+            pass
         return pe_right(L, d)
 
-    with pytest.raises(ExerciseError, match="took more than"):
-        checks.check_sinusoidal_positions(sleepy)
+    with pytest.raises(ExerciseError, match="took more than 0.05 s of processor time"):
+        checks.check_sinusoidal_positions(busy)
+
+
+def test_the_limit_counts_processor_time_and_a_wait_is_stopped_by_the_clock(monkeypatch):
+    """A busy machine stretches wall time, not processor time: a short sleep is no time-out; a long wait is."""
+    monkeypatch.setattr(checks, "TIME_LIMIT", 0.05)
+
+    def dozes(L, d):
+        time.sleep(0.15)  # 3x the limit by the clock, almost no processor time
+        return pe_right(L, d)
+
+    checks.check_sinusoidal_positions(dozes)
+    monkeypatch.setattr(_timer, "WALL_FACTOR", 4)
+
+    def waits(L, d):
+        time.sleep(30)
+        return pe_right(L, d)
+
+    start = time.perf_counter()
+    with pytest.raises(ExerciseError, match=r"kept waiting for more than 0.2 s"):
+        checks.check_sinusoidal_positions(waits)
+    assert time.perf_counter() - start < 20
+
+
+def test_a_time_out_never_stops_an_import_half_way(tmp_path, monkeypatch):
+    """The timer fires while the learner's code imports a slow module: the import finishes whole, then
+    the learner's loop is stopped, and the module works afterwards."""
+    (tmp_path / "slow_to_import.py").write_text(
+        "import time\n"
+        "start = time.process_time()\n"
+        "while time.process_time() - start < 0.3:\n"
+        "    pass\n"
+        "FINISHED = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(checks, "TIME_LIMIT", 0.05)
+
+    def imports_then_spins(L, d):
+        import slow_to_import  # noqa: F401  (0.3 s of work: the 0.05 s limit passes inside it)
+
+        while True:
+            pass
+
+    with pytest.raises(ExerciseError, match="took more than 0.05 s of processor time") as info:
+        checks.check_sinusoidal_positions(imports_then_spins)
+    assert "If your code is right and the machine is very slow" in str(info.value)
+    import slow_to_import
+
+    assert slow_to_import.FINISHED
+
+
+def test_a_loop_that_swallows_the_time_out_is_stopped_all_the_same(monkeypatch):
+    monkeypatch.setattr(checks, "TIME_LIMIT", 0.05)
+
+    def stubborn(L, d):
+        try:
+            while True:
+                pass
+        except BaseException:  # a bare `except:` eats the first time-out
+            pass
+        while True:
+            pass
+
+    start = time.perf_counter()
+    with pytest.raises(ExerciseError, match="took more than 0.05 s"):
+        checks.check_sinusoidal_positions(stubborn)
+    assert time.perf_counter() - start < 60
+
+
+def test_a_time_out_never_lands_in_the_course_code(monkeypatch):
+    frame = type("Frame", (), {})
+
+    def fake(filename, back=None, name="f"):
+        f = frame()
+        f.f_code = type("Code", (), {"co_filename": filename, "co_name": name})()
+        f.f_back = back
+        return f
+
+    learner = fake("/tmp/ipykernel_1/123.py")
+    assert _timer._may_stop(learner, None, lenient=False)
+    assert not _timer._may_stop(fake(_timer.__file__, learner), None, lenient=True)
+    assert not _timer._may_stop(fake(torch.__file__, learner), None, lenient=False)
+    assert _timer._may_stop(fake(torch.__file__, learner), None, lenient=True)
+    importing = fake("<frozen importlib._bootstrap>", learner)
+    assert not _timer._may_stop(fake("/tmp/x.py", importing, "<module>"), None, lenient=True)
+    assert not _timer._may_stop(fake("/tmp/ipykernel_1/9.py", fake("/tmp/y.py", importing)), None, lenient=True)
 
 
 def test_inputs_modified_names_the_input():
