@@ -150,6 +150,22 @@ def _check_gradients(name, label, cand_fn, ref_fn, inputs: dict, cand_params=Non
         ) from exc
     if got is None:
         return  # the output checks have already said what is wrong
+    for key, ref_grad in want.items():
+        mine = got.get(key)
+        if ref_grad is None or mine is None or mine.shape != ref_grad.shape:
+            continue
+        broken = ~torch.isfinite(mine) & torch.isfinite(ref_grad)
+        if broken.any():
+            kind = "NaN" if torch.isnan(mine[broken]).any() else "infinite"
+            raise ExerciseError(
+                f"Your {name} gives the right numbers but a {kind} gradient {label}: {int(broken.sum())} of "
+                f"{mine.numel()} entries of `{key}`'s gradient are {kind} (the reference's are all finite), so "
+                "one training step would turn every weight into NaN.\nHint: torch.where(ok, a / b, 0) keeps the "
+                "right value but not the right gradient: the backward pass still goes through a / b where b is "
+                "0 (0 / 0 is NaN, and NaN times the 0 from where() is still NaN). Make the division itself safe: "
+                "divide by b.clamp(min=1) (a count) or by torch.where(b > 0, b, 1) (a sum), then zero the rows "
+                "that have nothing."
+            )
     # One scale for all: a gradient that is zero in theory (the key projection's bias, whose shift
     # the softmax ignores) is rounding noise, and is judged against the others' size.
     want = {key: g for key, g in want.items() if g is not None}

@@ -124,8 +124,8 @@ _ONLINE_MISTAKES = [
      lambda q, k, v, m, b: [_online(q, k, v, m, b, guard_blocks=False),
                             _online(q, k, v, m, b, guard_blocks=False, guard_rows=False)]),
     ("a fully masked row gives NaN (0 / 0: its running sum stays 0). The package's attention returns zeros "
-     "there: divide only where the sum is positive, e.g. torch.where(s > 0, acc / s, 0) or "
-     "acc / s.clamp(min=tiny) * (s > 0).",
+     "there: make the division safe and zero those rows, acc / torch.where(s > 0, s, 1) * (s > 0) (a "
+     "torch.where(s > 0, acc / s, 0) gives the right values but a NaN gradient).",
      _variants(guard_rows=False)),
     ("a fully masked row gives the mean of v: with a finite fill such as -1e9 every masked key is equally "
      "likely. Fill with float('-inf') (and guard the blocks and rows), or set the rows with no key to zero, "
@@ -343,6 +343,9 @@ def check_online_softmax_attention(fn):
             "rescale = exp(m - m_new); s = s * rescale + exp(scores - m_new).sum(-1); acc = acc * rescale + "
             "exp(scores - m_new) @ v_block; m = m_new. At the end, out = acc / s."
         )
-    label, q, k, v, mask, block = cases[2]
-    _check_gradients(name, label, lambda q, k, v: _call(name, fn, label, q, k, v, mask, block, record=False)[0],
-                     lambda q, k, v: _reference(q, k, v, mask), {"q": q, "k": k, "v": v})
+    # Gradients with a padding mask, then through the fully masked rows (a NaN there is a named mistake).
+    for label, q, k, v, mask, block in (cases[2], next(c for c in cases if "every key masked" in c[0])):
+        _check_gradients(name, label,
+                         lambda q, k, v, label=label, mask=mask, block=block:
+                         _call(name, fn, label, q, k, v, mask, block, record=False)[0],
+                         lambda q, k, v, mask=mask: _reference(q, k, v, mask), {"q": q, "k": k, "v": v})

@@ -187,7 +187,14 @@ def check_rename_key(fn):
             got = _invoke(name, label, fn, key)
         except ExerciseError as exc:
             if isinstance(exc.__cause__, ValueError):
-                continue
+                if key in str(exc.__cause__):
+                    continue
+                raise ExerciseError(
+                    f"Your {name} raises ValueError {label}, as it should, but its message "
+                    f"({str(exc.__cause__)[:80]!r}) does not name the key: the loader shows these messages, "
+                    "and one without the key does not say which key of the file is unknown.\nHint: put the "
+                    "key in the message: raise ValueError(f\"unknown key: {key!r}\")."
+                ) from exc.__cause__
             if isinstance(exc.__cause__, KeyError):
                 raise ExerciseError(
                     f"Your {name} raises KeyError {label}; the contract is ValueError. The loader catches "

@@ -159,6 +159,6 @@ def check_mean_pool(fn):
             f"Your {name} does not give the mean of the real tokens {label}: {_where_differs(got, want)}.\nHint: "
             "sum hidden * mask[..., None] over dim=1 and divide by mask.sum(dim=1, keepdim=True)."
         )
-    label, hidden, mask = cases[1]
-    _check_gradients(name, label, lambda hidden: _invoke(name, label, fn, hidden, mask),
-                     lambda hidden: reference(hidden, mask), {"hidden": hidden})
+    for label, hidden, mask in (cases[1], cases[-1]):  # the last: a sequence with no real token (NaN is named)
+        _check_gradients(name, label, lambda hidden, label=label, mask=mask: _invoke(name, label, fn, hidden, mask),
+                         lambda hidden, mask=mask: reference(hidden, mask), {"hidden": hidden})

@@ -46,6 +46,8 @@ def online_with(q, k, v, mask=None, block_size=4, *, scale=True, rescale_s=True,
         s = (s * r if rescale_s else s) + p.sum(dim=-1, keepdim=True)
         acc = (acc * r if rescale_acc else acc) + p @ vb
         m = m_new
+    if guard_row == "where":  # right values; the division itself unguarded
+        return torch.where(s > 0, acc / s, torch.zeros_like(acc))
     if guard_row:
         return torch.where(s > 0, acc / s.clamp(min=torch.finfo(s.dtype).tiny), torch.zeros_like(acc))
     return acc / s
@@ -78,6 +80,8 @@ wrong("on-max-per-block", C_ON, "max not carried: each block measured from its o
 wrong("on-max-per-block-no-rescale", C_ON, "each block from its own max, sums added as they are",
       "each block is measured from its own maximum")(
     lambda *a, **kw: online_with(*a, **kw, carry_max=False, rescale_s=False, rescale_acc=False))
+wrong("on-where-nan-gradient", C_ON, "torch.where(s > 0, acc / s, 0): right values, NaN gradients in masked rows",
+      "but a NaN gradient")(lambda *a, **kw: online_with(*a, **kw, guard_row="where"))
 wrong("on-masked-block-nan", C_ON, "no guard: exp(-inf - -inf) on a block whose keys are all masked",
       "a block whose keys are all masked gives NaN")(lambda *a, **kw: online_with(*a, **kw, guard_block=False))
 wrong("on-masked-row-nan", C_ON, "out = acc / s: 0 / 0 on a fully masked row",
@@ -292,4 +296,4 @@ def on_while(q, k, v, mask=None, block_size=4):
     return out
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=24, right=6)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=25, right=6)

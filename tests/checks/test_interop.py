@@ -47,6 +47,8 @@ def rename_with(key, *, parts=None, unused=UNUSED, shift=0, unknown="raise", lay
         return key
     if unknown == "keyerror":
         raise KeyError(key)
+    if unknown == "nameless":
+        raise ValueError("unknown key")
     raise ValueError(f"unknown key in the checkpoint: {key!r}")
 
 
@@ -98,6 +100,8 @@ wrong("rk-unknown-same", C_RK, "unknown keys come back unchanged (a made-up name
       "made-up name")(lambda key: rename_with(key, unknown="same"))
 wrong("rk-keyerror", C_RK, "a plain dict lookup: unknown keys raise KeyError", "raises KeyError")(
     lambda key: rename_with(key, unknown="keyerror"))
+wrong("rk-nameless-error", C_RK, "raise ValueError('unknown key'): the right error, the key not named",
+      "does not name the key")(lambda key: rename_with(key, unknown="nameless"))
 wrong("rk-no-layers-prefix", C_RK, "attn.w_q.weight without layers.<n>.", "the layer prefix is missing")(
     lambda key: rename_with(key, prefix=""))
 wrong("rk-blocks-prefix", C_RK, "blocks.<n>. instead of layers.<n>.", "the layers are named differently")(
@@ -192,4 +196,4 @@ def rk_table(key, _table=_TABLE):
     return _table[key]
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=19, right=6)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=20, right=6)

@@ -48,6 +48,10 @@ wrong("mp-max", C_MP, "the maximum over the real tokens", "max pooling")(
 wrong("mp-nan-empty-row", C_MP, "sum / count without a clamp: 0 / 0 = NaN for a sequence with no real token",
       "0 / 0 for the sequence with no real token")(
     lambda hidden, mask: (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True))
+wrong("mp-where-nan-gradient", C_MP, "torch.where(count > 0, sum / count, 0): right values, a NaN gradient",
+      "but a NaN gradient")(
+    lambda hidden, mask: torch.where(mask.any(1, keepdim=True), (hidden * mask[..., None]).sum(1)
+                                     / mask.to(hidden.dtype).sum(1, keepdim=True), torch.zeros(())))
 wrong("mp-mean-of-all-for-empty", C_MP, "falls back to the mean of every token when a sequence has no real token",
       "the package gives zeros there")(
     lambda hidden, mask: torch.where(mask.any(1, keepdim=True),
@@ -116,4 +120,4 @@ def mp_double(hidden, mask):
     return ((h * keep).sum(1) / keep.sum(1).clamp(min=1)).to(hidden.dtype)
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=17, right=6)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=18, right=6)
