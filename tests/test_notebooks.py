@@ -18,6 +18,7 @@ import os
 import re
 import time
 from pathlib import Path
+from unittest import mock
 
 import nbformat
 import pytest
@@ -95,10 +96,11 @@ def execute(path: Path, workspace: Path):
     """Run a copy of the notebook in a fresh kernel; return it with its stored outputs, time and memory."""
     nb = nbformat.read(path, as_version=4)
     stored_outputs = [comparable(c.get("outputs", [])) for c in nb.cells if c.cell_type == "code"]
-    os.environ["ENCODER_COURSE_WORKSPACE"] = str(workspace / "my_encoder")  # the kernel inherits it
     version = "solutions" if path.parent.name == "solutions" else "learner"
     hang = budgets.hang_seconds(path.name, RECORDED.get(f"{version}/{path.stem}"))
-    run = run_notebook(nb, timeout=hang, cwd=path.parent, stop_on_error=True)
+    # The kernel inherits the workspace; the test worker's environment is left as it was.
+    with mock.patch.dict(os.environ, {"ENCODER_COURSE_WORKSPACE": str(workspace / "my_encoder")}):
+        run = run_notebook(nb, timeout=hang, cwd=path.parent, stop_on_error=True)
     assert run.stop_reason is None, f"{path.name}: {run.stop_reason} in cell {run.stopped_at}:\n" + (
         nb.cells[run.stopped_at].source[:500] + "\n" + json.dumps(nb.cells[run.stopped_at].outputs)[-2000:])
     return nb, stored_outputs, run.seconds, run.cpu_seconds, run.peak_rss

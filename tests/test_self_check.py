@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import nbformat
 import pytest
@@ -52,8 +53,8 @@ def with_body(body: str | None, folder: Path, run_and_save: bool = False) -> Pat
                 cell.source = "".join(body if "raise NotImplementedError" in line else line for line in lines)
     shutil.copy(ROOT / "notebooks" / "conftest.py", folder / "conftest.py")
     if run_and_save:  # Run All in JupyterLab, then the autosave: every cell stores its own output
-        os.environ["ENCODER_COURSE_WORKSPACE"] = str(folder / "my_encoder")
-        run_notebook(nb, timeout=300, cwd=folder)
+        with mock.patch.dict(os.environ, {"ENCODER_COURSE_WORKSPACE": str(folder / "my_encoder")}):
+            run_notebook(nb, timeout=300, cwd=folder)
     path = folder / NAME
     nbformat.write(nb, path)
     return path

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from unittest import mock
 
 import nbformat
 import pytest
@@ -55,8 +56,8 @@ def test_a_time_out_during_a_first_import_leaves_every_later_check_right(tmp_pat
     setup = next(i for i, c in enumerate(nb.cells) if (c.metadata.get("encoder_course") or {}).get("role") == "setup")
     nb.cells.insert(setup + 1, nbformat.v4.new_code_cell(POISON))
     stored = [comparable(c.get("outputs", [])) for c in nb.cells if c.cell_type == "code"]
-    os.environ["ENCODER_COURSE_WORKSPACE"] = str(tmp_path / "my_encoder")
-    run = run_notebook(nb, timeout=900, cwd=NOTEBOOK.parent, stop_on_error=True)
+    with mock.patch.dict(os.environ, {"ENCODER_COURSE_WORKSPACE": str(tmp_path / "my_encoder")}):
+        run = run_notebook(nb, timeout=900, cwd=NOTEBOOK.parent, stop_on_error=True)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert run.stop_reason is None, (run.stop_reason, nb.cells[run.stopped_at].outputs if run.stopped_at else None)
     poisoned = next(c for c in code if c.source == POISON)
