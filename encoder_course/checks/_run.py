@@ -26,10 +26,8 @@ from . import _timer
 from .registry import exercise, exercise_named
 
 
-#: Seconds of processor time one call of the learner's code may take on the checkers' tiny inputs
-#: (processor time, so a busy machine does not stretch it). The value in force is the package's,
-#: ``checks.TIME_LIMIT``; a teacher may raise it there, or with ``ENCODER_COURSE_TIME_LIMIT``.
 def _limit_from_environment(default: float = 10.0) -> float:
+    """``ENCODER_COURSE_TIME_LIMIT`` in seconds when it is set to a positive number, else ``default``."""
     try:
         value = float(os.environ.get("ENCODER_COURSE_TIME_LIMIT", default))
     except ValueError:
@@ -37,6 +35,9 @@ def _limit_from_environment(default: float = 10.0) -> float:
     return value if value > 0 else default
 
 
+#: Seconds of processor time one call of the learner's code may take on the checkers' tiny inputs
+#: (processor time, so a busy machine does not stretch it). The value in force is the package's,
+#: ``checks.TIME_LIMIT``; a teacher may raise it there, or with ``ENCODER_COURSE_TIME_LIMIT``.
 TIME_LIMIT = _limit_from_environment()
 
 _CHECKS_DIR = os.path.dirname(os.path.abspath(__file__))

@@ -149,6 +149,99 @@ def _explain_one(got: int, want: int, config) -> str:
     return found[0] if found else ""
 
 
+def _variations(c):
+    """(what changes, the config with that one change) for the probe, each a valid config."""
+    swap = dataclasses.replace
+    out = [("one more layer", swap(c, n_layers=c.n_layers + 1)),
+           ("a vocabulary 1,000 tokens larger", swap(c, vocab_size=c.vocab_size + 1000)),
+           ("d_ff 64 larger", swap(c, d_ff=c.d_ff + 64)),
+           ("max_len 64 longer", swap(c, max_len=c.max_len + 64)),
+           ("no token types" if c.type_vocab_size else "two token types",
+            swap(c, type_vocab_size=0 if c.type_vocab_size else 2)),
+           ("pre-LN instead of post-LN" if not c.norm_first else "post-LN instead of pre-LN",
+            swap(c, norm_first=not c.norm_first)),
+           ("no embedding LayerNorm" if c.embedding_norm else "an embedding LayerNorm",
+            swap(c, embedding_norm=not c.embedding_norm)),
+           ("sinusoidal positions instead of learned" if c.positions == "learned" else
+            "learned positions instead of sinusoidal",
+            swap(c, positions="sinusoidal" if c.positions == "learned" else "learned")),
+           ("SwiGLU instead of " + c.activation if c.activation != "swiglu" else "GELU instead of SwiGLU",
+            swap(c, activation="gelu" if c.activation == "swiglu" else "swiglu"))]
+    return out
+
+
+#: How much each probe changes its field, and the unit a difference is given per ("per layer").
+_STEPS = {"one more layer": (1, "layer"), "a vocabulary 1,000 tokens larger": (1000, "vocabulary entry"),
+          "d_ff 64 larger": (64, "unit of d_ff"), "max_len 64 longer": (64, "position")}
+
+
+def _in_units(amount: int, c) -> str:
+    """``amount`` written with the config's sizes ("1,536 = 2 x d_model"), when a short formula fits."""
+    d, f = c.d_model, c.d_ff
+    terms = {"d_model x d_model": d * d, "d_model x d_ff": d * f, "d_model": d, "d_ff": f}
+    best = None
+    for coefs in itertools.product(range(-3, 4), range(-3, 4), range(-4, 5), range(-3, 4)):
+        if sum(k * v for k, v in zip(coefs, terms.values())) != amount or not any(coefs):
+            continue
+        size = sum(1 for k in coefs if k) * 10 + sum(abs(k) for k in coefs)
+        if best is None or size < best[0]:
+            best = (size, coefs)
+    if best is None:
+        return f"{amount:,}"
+    formula = " + ".join(("" if k == 1 else f"{k} x ") + name for k, name in zip(best[1], terms) if k)
+    return f"{amount:,} = {formula.replace('+ -', '- ')}"
+
+
+def _probe(name: str, fn, config) -> str:
+    """Vary one field of ``config`` at a time and name the change the learner's count responds to wrongly."""
+    from ..counting import analytic_parameter_counts
+
+    def count(c, what=""):
+        value = _invoke(name, f"for the same config with {what}" if what else "", fn, c)
+        return int(value) if isinstance(value, numbers.Integral) and not isinstance(value, bool) else None
+
+    base, right = count(config), analytic_parameter_counts(config)["total"]
+    if base is None:
+        return ""
+    responses = []
+    for what, varied in _variations(config):
+        try:
+            mine = count(varied, what)
+            want = analytic_parameter_counts(varied)["total"] - right
+        except (ExerciseError, ValueError, TypeError):
+            continue  # this change is one the answer does not handle at all; the others say more
+        if mine is None:
+            continue
+        responses.append(what)
+        if mine - base != want:
+            off = (mine - base) - want
+            step, unit = _STEPS.get(what, (1, ""))
+            sign = "short" if off < 0 else "too many"
+            size = (f"{_in_units(abs(off) // step, config)} {sign} per {unit}" if unit and off % step == 0
+                    else f"{_in_units(abs(off), config)} {sign}")
+            layers = config.n_layers * (mine - base) / want if want else None
+            if layers is not None and layers.is_integer() and 0 <= layers <= 2 * config.n_layers \
+                    and layers != config.n_layers:
+                size += f": it grows as if there were {int(layers)} layers, not {config.n_layers}"
+            return (f"Varying one thing at a time: {what} changes your count by {mine - base:+,}, but changes "
+                    f"Encoder(config)'s by {want:+,}; your count is {size}.\nHint: find the part of your "
+                    f"formula that {what} touches, and count it again from the model's parameters.")
+    if not responses:
+        return ""
+    off = base - right
+    layer = analytic_parameter_counts(dataclasses.replace(config, n_layers=config.n_layers + 1))["total"] - right
+    if off % layer == 0 and abs(off // layer) <= config.n_layers:
+        cause = (f"exactly {abs(off // layer)} block{'s' if abs(off) > layer else ''} of {layer:,} "
+                 f"{'too few' if off < 0 else 'too many'}: count all n_layers blocks (range(n_layers), from 0)")
+    else:
+        cause = (f"{_in_units(abs(off), config)} {'short' if off < 0 else 'too many'}, whatever the layers, "
+                 "vocabulary, d_ff or norms: a part counted (or left out) that none of them changes"
+                 + (", the size of one d_model x d_model layer with its bias (BERT's pooler? Encoder has none)"
+                    if off == config.d_model ** 2 + config.d_model else ""))
+    return (f"Varying one thing at a time, your count changes rightly with every change tried "
+            f"({', '.join(responses)}); the difference is {cause}.")
+
+
 def _check_number(name: str, value, label: str, want: int) -> int:
     if isinstance(value, bool) or value is None:
         forgot = "\nHint: did you forget the `return` line?" if value is None else ""
@@ -205,6 +298,9 @@ def check_parameter_count(fn):
     slip = _explain_one(got[first], want[first], config)
     if slip:
         raise ExerciseError(f"{head}; here the difference is exactly what this slip makes: {slip}")
+    probe = _probe(name, fn, config)
+    if probe:
+        raise ExerciseError(f"{head}. {probe}")
     parts = analytic_parameter_counts(config)
     shown = ", ".join(f"{key} {parts[key]:,}" for key in ("embeddings", "attention", "feed_forward", "norms"))
     raise ExerciseError(

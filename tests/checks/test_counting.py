@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -106,6 +107,19 @@ wrong("pc-no-types-no-final", C_PC, "two slips at once: token types and pre-LN's
       "two slips: the token-type table is missing")(lambda c: count_with(c, types="none", final="never"))
 
 
+# Mistakes unlike the listed slips: the probe (one field varied at a time) must name them.
+wrong("pc-probe-pooler", C_PC, "BERT's pooler counted (d_model x d_model + d_model), which Encoder has not",
+      "d_model x d_model + d_model too many, whatever the layers")(
+    lambda c: count_with(c) + c.d_model * c.d_model + c.d_model)
+wrong("pc-probe-one-block-short", C_PC, "range(1, n_layers): one block too few",
+      "as if there were 11 layers, not 12")(
+    lambda c: 2 * count_with(c) - count_with(dataclasses.replace(c, n_layers=c.n_layers + 1)))  # one layer less
+wrong("pc-probe-gate-bias", C_PC, "SwiGLU's gate counted without its bias", "128 = d_ff short per layer")(
+    lambda c: count_with(c) - (c.n_layers * c.d_ff if c.activation == "swiglu" else 0))
+wrong("pc-probe-output-bias", C_PC, "an output layer's bias (vocab_size) counted", "1 too many per vocabulary entry")(
+    lambda c: count_with(c) + c.vocab_size)
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
@@ -186,7 +200,7 @@ def _layer(d, f, activation):
     return 4 * (d * d + d) + matrices * d * f + (matrices - 1) * f + d + 4 * d
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=26, right=6)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=30, right=6)
 
 
 def test_the_checker_counts_what_count_parameters_finds_on_the_built_models():
