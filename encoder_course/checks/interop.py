@@ -141,6 +141,43 @@ def _shown(value) -> str:
     return repr(value[1])
 
 
+def _layer_and_part(key: str):
+    m = re.match(r"^encoder\.layer\.(\d+)\.(.+)$", key)
+    return (int(m.group(1)), m.group(2)) if m else (None, key)
+
+
+def _pattern(wrong: list[str], keys: list[str], answers: dict, reference) -> str:
+    """Where the wrong keys lie (which layers, which parts) and the first three as key / yours / expected."""
+    layer_keys = [k for k in keys if _layer_and_part(k)[0] is not None]
+    layers = sorted({_layer_and_part(k)[0] for k in layer_keys})
+    bad_layers = sorted({_layer_and_part(k)[0] for k in wrong if _layer_and_part(k)[0] is not None})
+    bad_parts = sorted({_layer_and_part(k)[1] for k in wrong if _layer_and_part(k)[0] is not None})
+    where = ""
+    whole_layers = [k for k in layer_keys if _layer_and_part(k)[0] in bad_layers]
+    if bad_layers and set(whole_layers) == set(wrong) and len(bad_layers) < len(layers):
+        where = (f"Every key of layer{'s' if len(bad_layers) > 1 else ''} "
+                 f"{', '.join(map(str, bad_layers))} is wrong, and no key of the other layers")
+        if all(n >= 10 for n in bad_layers) and all(n < 10 for n in layers if n not in bad_layers):
+            where += (": those are the layers with two-digit numbers. A pattern that reads one digit (\\d "
+                      "instead of \\d+, or the layer number taken as one character) fails there")
+        where += ". "
+    elif bad_parts and set(wrong) == {k for k in layer_keys if _layer_and_part(k)[1] in bad_parts}:
+        where = (f"The keys of {', '.join(repr(p) for p in bad_parts)} are wrong in every layer, and no other "
+                 "keys")
+        first = wrong[0]
+        mine = answers[first][1] if answers[first][0] == "value" else None
+        owner = next((k for k in keys if k != first and mine is not None and reference(k) == mine), None)
+        if owner is not None:
+            part, other = _layer_and_part(first)[1].rsplit(".", 1)[0], _layer_and_part(owner)[1].rsplit(".", 1)[0]
+            where += (f": your name for {part!r} is the one {other!r} should get"
+                      + (f", and {other!r} is inside {part!r}, so a substring test for {other!r} matches it "
+                         "first: test the longer names first, or compare the whole part" if other in part else "")
+                      )
+        where += ". "
+    rows = "\n".join(f"  {k}  ->  yours {_shown(answers[k])}, expected {reference(k)!r}" for k in wrong[:3])
+    return f"{where}The first wrong keys:\n{rows}\n"
+
+
 @_checker("rename_key")
 def check_rename_key(fn):
     """Check ``rename_key(key) -> str | None`` on every key of a BERT-base checkpoint and on unknown keys."""
@@ -169,16 +206,18 @@ def check_rename_key(fn):
                       if slip(key) != want and _matches(answers[key], slip(key))), "")
         if found:
             found = found[0].upper() + found[1:]
+        pattern = _pattern(wrong, keys, answers, reference)
         if answers[key][0] == "raise" and want is not None:
             raise ExerciseError(
                 f"Your {name} raises {answers[key][1].__name__} for the key {key!r}, a key of the checkpoint that "
-                f"maps to {want!r}.\nHint: the map has the 5 embedding keys and 16 keys per layer "
+                f"maps to {want!r} ({len(wrong)} keys differ). {pattern}Hint: the map has the 5 embedding keys and "
+                "16 keys per layer "
                 "(encoder.layer.<n>.<part>.weight and .bias); only keys outside it raise ValueError."
             )
         raise ExerciseError(
             f"Your {name} gives {_shown(answers[key])} for the key {key!r}, but the right name is {want!r}"
-            + (f" ({len(wrong)} keys differ)" if len(wrong) > 1 else "") + "."
-            + (f"\nHint: {found}" if found else "\nHint: our names are those of Encoder's state_dict(): "
+            + (f" ({len(wrong)} keys differ)" if len(wrong) > 1 else "") + ". " + pattern
+            + (f"Hint: {found}" if found else "Hint: our names are those of Encoder's state_dict(): "
                "embeddings.token.weight, ..., layers.<n>.attn.w_q.weight, ..., layers.<n>.norm2.bias.")
         )
     for key in _UNKNOWN:

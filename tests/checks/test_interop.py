@@ -113,6 +113,29 @@ wrong("rk-returns-tuple", C_RK, "returns (name, kind)", "returned a tuple")(
     lambda key: (rename_with(key), "weight") if rename_with(key) else None)
 
 
+# Mistakes unlike the listed slips: where the wrong keys lie must be named.
+wrong("rk-probe-one-digit", C_RK, r"encoder\.layer\.(\d)\.: layers 10 and 11 do not match",
+      "layers with two-digit numbers")(lambda key: rename_with(key, layer_digits=r"\d"))
+
+
+def rk_substring_first(key):
+    """Substring tests in the wrong order: 'output.dense' is tested before 'attention.output.dense'."""
+    if key in UNUSED:
+        return None
+    if key in EMBEDDINGS:
+        return EMBEDDINGS[key]
+    m = re.match(r"^encoder\.layer\.(\d+)\.(.+)\.(weight|bias)$", key)
+    order = ["output.dense", *[p for p in PARTS if p != "output.dense"]]
+    for part in order:
+        if m and part in m.group(2):
+            return f"layers.{m.group(1)}.{PARTS[part]}.{m.group(3)}"
+    raise ValueError(f"unknown key: {key!r}")
+
+
+wrong("rk-probe-substring-order", C_RK, "'output.dense' in key tested before 'attention.output.dense'",
+      "a substring test for 'output.dense' matches it first")(rk_substring_first)
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
@@ -196,4 +219,4 @@ def rk_table(key, _table=_TABLE):
     return _table[key]
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=20, right=6)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=22, right=6)
