@@ -106,6 +106,44 @@ def _call(name, label, fn, hidden, mask):
         raise ExerciseError(str(exc).split("\nHint:")[0] + f"\nHint: {hint}") from exc.__cause__
 
 
+def _probe(name, fn, label, hidden, mask) -> str:
+    """Vary one thing at a time (the pad vectors, where the padding is, the scale) and name what the answer
+    responds to wrongly; "" when every probe agrees with the mean."""
+    from ..pooling import mean_pool as reference
+
+    def pooled(h, m, what):
+        out = _invoke(name, f"{label}, {what}", fn, h, m)
+        return out if isinstance(out, torch.Tensor) and out.shape == reference(h, m).shape else None
+
+    real = mask.any(dim=1)
+    base = pooled(hidden, mask, "as given")
+    if base is None:
+        return ""
+    n = mask.sum(dim=1)
+    front = torch.arange(mask.shape[1])[None, :] < n[:, None]  # the same number of real tokens, at the start
+    if not torch.equal(front, mask):
+        first = pooled(hidden, front, "with the real tokens moved to the start")
+        if first is not None and _close(first, reference(hidden, front)):
+            return ("it is right when the real tokens come first and the padding at the end, and wrong when "
+                    "the padding is at the start or in the middle: it takes the first mask.sum() tokens. Use the "
+                    "mask itself, position by position (hidden * mask[..., None]), not the count alone.")
+    noisy = hidden.masked_fill(~mask[..., None], 0.0) + (~mask[..., None]) * 1e3
+    moved = pooled(noisy, mask, "with the vectors at the padding set to 1000")
+    if moved is not None and not _close(moved[real], base[real]):
+        return (f"changing only the vectors at the padding (to 1000) changes your result by up to "
+                f"{float((moved - base).abs().max()):.4g}: the padding still counts. Multiply by the mask "
+                "before summing, hidden * mask[..., None], so a pad adds 0 whatever its vector.")
+    double = pooled(2 * hidden, mask, "with hidden doubled")
+    if double is not None and _close(double[real], base[real]) and not _close(base[real], 2 * base[real]):
+        lengths = base[real].norm(dim=-1)
+        unit = bool(torch.allclose(lengths, torch.ones_like(lengths), atol=1e-4))
+        return ("doubling hidden leaves your result the same, but a mean doubles with its inputs"
+                + (": your vectors all have length 1, so they are normalised after the mean. Return the mean "
+                   "itself; normalising is a separate step (sentence-transformers' Normalize)." if unit else
+                   ": something divides by the size of the vectors. Return the plain mean of the real tokens."))
+    return ""
+
+
 @_checker("mean_pool")
 def check_mean_pool(fn):
     """Check ``mean_pool(hidden, mask) -> Tensor (B, d)`` (mask (B, L), True = real token)."""
@@ -152,7 +190,7 @@ def check_mean_pool(fn):
                 "the package gives zeros there (there is nothing to average): divide the masked sum by the "
                 "count clamped to at least 1."
             )
-        mistake = _first_match({"out": got}, _POOL_MISTAKES, hidden, mask)
+        mistake = _first_match({"out": got}, _POOL_MISTAKES, hidden, mask) or _probe(name, fn, label, hidden, mask)
         if mistake:
             raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
         raise ExerciseError(

@@ -73,6 +73,22 @@ def mp_no_grad(hidden, mask):
         return (hidden * keep).sum(1) / keep.sum(1).clamp(min=1)
 
 
+# Mistakes unlike the listed slips: the probe (pads changed, padding moved, hidden scaled) must name them.
+def mp_first_n(hidden, mask):
+    """The first mask.sum() tokens averaged: padding assumed to be at the end."""
+    n = mask.sum(dim=1)
+    rows = [hidden[i, :int(n[i])].mean(dim=0) if n[i] else hidden.new_zeros(hidden.shape[-1])
+            for i in range(hidden.shape[0])]
+    return torch.stack(rows)
+
+
+wrong("mp-probe-first-n", C_MP, "the first mask.sum() tokens averaged: padding assumed at the end",
+      "it takes the first mask.sum() tokens")(mp_first_n)
+wrong("mp-probe-unit-length", C_MP, "the mean normalised to length 1 (F.normalize)", "normalised after the mean")(
+    lambda hidden, mask: torch.nn.functional.normalize(
+        (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True).clamp(min=1), dim=-1))
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
@@ -120,4 +136,4 @@ def mp_double(hidden, mask):
     return ((h * keep).sum(1) / keep.sum(1).clamp(min=1)).to(hidden.dtype)
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=18, right=6)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=20, right=6)
