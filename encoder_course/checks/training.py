@@ -129,6 +129,63 @@ def _loss_cases():
     ]
 
 
+def _loss_probe(name, fn, label, logits, labels, mask) -> str:
+    """Read which logits the answer depends on, and towards which label, from its gradient; "" if no finding.
+
+    The mean cross-entropy's gradient is (softmax - one_hot(label)) / N at each real token and 0 at the
+    padding, so where the answer's gradient is zero, nonzero or pointing at another class says which
+    tokens it counts and against which labels.
+    """
+    if not torch.is_floating_point(logits):
+        return ""
+    x = logits.detach().clone().requires_grad_(True)
+    with torch.enable_grad():  # checkers run under no_grad
+        loss = _invoke(name, label, fn, x, labels, mask)
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or not loss.requires_grad:
+            return ""
+        if not torch.isfinite(loss).all():
+            return ("your loss is not finite here: log(softmax(x)) underflows to log(0) = -inf when one logit is "
+                    "far above another. Use F.log_softmax or F.cross_entropy, which compute it "
+                    "stably.")
+        (grad,) = torch.autograd.grad(loss.sum(), x)
+    b, length, classes = logits.shape
+    padded = torch.cat([logits, torch.randn(b, 2, classes, generator=_gen(12), dtype=logits.dtype) * 3], dim=1)
+    more = _invoke(name, label, fn, padded, torch.cat([labels, labels[:, :2]], dim=1),
+                   torch.cat([mask, torch.zeros(b, 2, dtype=torch.bool)], dim=1))
+    if isinstance(more, torch.Tensor) and more.numel() == 1 and not _close(more.detach(), loss.detach()):
+        return (f"two more pad positions at the end of every sequence change your loss from {float(loss):.5g} to "
+                f"{float(more):.5g}; padding must not change the loss at all. The padding still counts in your "
+                "mean (zeroing its logits, or its loss, still leaves it in the count): average over the real "
+                "tokens only, logits[mask] and labels[mask].")
+    target = grad.argmin(dim=-1)  # the class the gradient pulls up: the label the token is scored against
+    follow = mask[:, :-1] & mask[:, 1:]
+    if follow.any() and bool((target[:, :-1][follow] == labels[:, 1:][follow]).all()) \
+            and not bool((target[mask] == labels[mask]).all()):
+        return ("each token is scored against the next token's label, as in next-token prediction; here every "
+                "token has its own label: logits[:, i] goes with labels[:, i], no shift.")
+    per_token = grad.abs().sum(dim=-1)  # (B, L)
+    scale = float(per_token[mask].max()) if mask.any() else 0.0
+    if scale == 0.0:
+        return ""
+    leak = per_token[~mask]
+    if leak.numel() and float(leak.max()) > 1e-4 * scale:
+        return (f"your loss depends on the logits at the padding (its gradient there is up to {float(leak.max()):.3g}, "
+                "it should be 0): the padding still counts. Zeroing the padding's logits does not remove a token "
+                "(a row of zeros still has a loss of log C): leave them out of the mean, logits[mask] and "
+                "labels[mask].")
+    dropped = mask & (per_token <= 1e-6 * scale)
+    if dropped.any():
+        classes = sorted({int(c) for c in labels[dropped].tolist()})
+        zero = classes == [0]
+        count = int(dropped.sum())
+        return (f"{count} of the {int(mask.sum())} real tokens {'does' if count == 1 else 'do'} not count in your "
+                "loss (no gradient reaches their logits)"
+                + (f": {'it is' if count == 1 else 'all of them'} labelled 0. Class 0 is a real class here; "
+                   "ignore_index=0 (or labels > 0) drops it. Select the tokens with the mask, not by their label." if zero else
+                   ". Every real token (mask True) counts, whatever its label."))
+    return ""
+
+
 @_checker("masked_token_loss")
 def check_masked_token_loss(fn):
     """Check ``masked_token_loss(logits, labels, mask) -> 0-d Tensor`` (mean cross-entropy over real tokens)."""
@@ -162,7 +219,8 @@ def check_masked_token_loss(fn):
                                 "Keep the logits' dtype (no .float() or .double() inside).")
         if _close(got, want):
             continue
-        mistake = _first_match({"out": got}, _LOSS_MISTAKES, logits, labels, mask)
+        mistake = _first_match({"out": got}, _LOSS_MISTAKES, logits, labels, mask) \
+            or _loss_probe(name, fn, label, logits, labels, mask)
         if mistake:
             raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
         if torch.isnan(got).any():

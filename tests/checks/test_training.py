@@ -75,6 +75,39 @@ def ml_in_place(logits, labels, mask):
     return (per_token(logits, labels) * mask).sum() / mask.sum()
 
 
+# Mistakes unlike the listed slips: the probe (the answer's gradient, extra padding) must name them.
+wrong("ml-probe-ignore-index-0", C_ML, "pads relabelled 0, then ignore_index=0: real class-0 tokens dropped",
+      "Class 0 is a real class here")(
+    lambda logits, labels, mask: F.cross_entropy(logits.flatten(0, 1), labels.masked_fill(~mask, 0).flatten(),
+                                                 ignore_index=0))
+
+
+def ml_shifted(logits, labels, mask):
+    """Labels shifted by one, as for next-token prediction."""
+    real = mask[:, 1:]
+    losses = F.cross_entropy(logits[:, :-1].transpose(1, 2), labels[:, 1:].clamp(min=0), reduction="none")
+    return (losses * real).sum() / real.sum()
+
+
+wrong("ml-probe-shifted", C_ML, "logits[:, :-1] scored against labels[:, 1:]", "as in next-token prediction")(
+    ml_shifted)
+
+
+def ml_log_of_softmax(logits, labels, mask):
+    """log(softmax(x)) in two steps: -inf where a probability underflows."""
+    logp = torch.log(torch.softmax(logits, dim=-1))
+    nll = -logp.gather(-1, labels.clamp(min=0)[..., None])[..., 0]
+    return (nll * mask).sum() / mask.sum()
+
+
+wrong("ml-probe-log-softmax", C_ML, "torch.log(torch.softmax(logits)): inf for large logits",
+      "log(softmax(x)) underflows")(ml_log_of_softmax)
+wrong("ml-probe-zeroed-logits", C_ML, "the padding's logits zeroed instead of its loss left out",
+      "two more pad positions at the end of every sequence change your loss")(
+    lambda logits, labels, mask: F.cross_entropy((logits * mask[..., None]).flatten(0, 1),
+                                                 labels.clamp(min=0).flatten()))
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
@@ -115,7 +148,7 @@ def ml_nll(logits, labels, mask):
     return (torch.where(mask, per, 0.0).sum() / mask.sum()).to(logits.dtype)
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=18, right=6)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=22, right=6)
 
 
 def test_the_reference_is_the_mean_over_real_tokens_and_checks_its_inputs():
