@@ -181,7 +181,8 @@ def _loss_probe(name, fn, label, logits, labels, mask) -> str:
         return (f"{count} of the {int(mask.sum())} real tokens {'does' if count == 1 else 'do'} not count in your "
                 "loss (no gradient reaches their logits)"
                 + (f": {'it is' if count == 1 else 'all of them'} labelled 0. Class 0 is a real class here; "
-                   "ignore_index=0 (or labels > 0) drops it. Select the tokens with the mask, not by their label." if zero else
+                   "ignore_index=0 (or labels > 0) drops it. Select the tokens with the mask, not by their label."
+                   if zero else
                    ". Every real token (mask True) counts, whatever its label."))
     return ""
 
