@@ -274,6 +274,55 @@ def _reference(q, k, v, mask):
     return scaled_dot_product_attention(q, k, v, mask)[0]
 
 
+def _fitted_scores_scale(got, q, k, v, mask) -> float | None:
+    """The factor c for which ``got`` is softmax(q k^T * c) v, if one fits (searched on a log grid)."""
+    def error(c: float) -> float:
+        return float((_reference(q * (c * math.sqrt(q.shape[-1])), k, v, mask) - got).abs().max())
+
+    c = min((10 ** e for e in torch.linspace(-3, 1, 81).tolist()), key=error)
+    low, high = c / 1.13, c * 1.13
+    for _ in range(60):  # narrow down around the best point of the grid
+        a, b = low + (high - low) / 3, high - (high - low) / 3
+        low, high = (low, b) if error(a) < error(b) else (a, high)
+    c = (low + high) / 2
+    return c if error(c) < 1e-4 * float(got.abs().max()) + 1e-6 else None
+
+
+def _probe(name, fn, label, q, k, v, mask, block) -> str:
+    """Vary one thing at a time (one block, blocks of one key, small scores) and name what goes wrong."""
+    d_k, l_k = q.shape[-1], k.shape[-2]
+
+    def run(q_, block_, what):
+        out = _invoke(name, f"{label}, {what}", fn, q_, k, v, mask, block_size=block_)
+        return out if isinstance(out, torch.Tensor) and out.shape == _reference(q_, k, v, mask).shape else None
+
+    whole = run(q, l_k, f"with block_size={l_k}, one block")
+    if whole is not None and torch.isfinite(whole).all() and not _close(whole, _reference(q, k, v, mask)):
+        c = _fitted_scores_scale(whole, q, k, v, mask)
+        scale = ""
+        if c is not None:
+            scale = (f" Your scores are q k^T x {c:.4g}, where the scale is 1/sqrt(d_k) = {1 / math.sqrt(d_k):.4g}"
+                     + (": divided by d_k, the scale applied twice (once to q, once to the scores)?"
+                        if abs(c * d_k - 1) < 0.02 else "."))
+        return (f"even with block_size={l_k} (one block: an ordinary softmax) your output is wrong, so the mistake "
+                "is in the attention itself (the scale, the mask, the softmax), not in how blocks are combined."
+                + scale)
+    small = q * 0.05
+    few = run(small, block, "with small scores (q times 0.05)")
+    if few is not None and _close(few, _reference(small, k, v, mask)) and whole is not None \
+            and not torch.isfinite(whole).all():
+        return ("it is right when the scores are small and gives NaN or inf when they are large, even in one block: "
+                "exp() of a score in the hundreds overflows. Subtract the running max before exp(), "
+                "exp(scores - m_new), and rescale what you have summed so far by exp(m - m_new).")
+    ones = run(q, 1, "with block_size=1")
+    if whole is not None and ones is not None and _close(whole, _reference(q, k, v, mask)) \
+            and not _close(ones, _reference(q, k, v, mask)):
+        return ("it is right with one block (block_size = L_k) and wrong with blocks of one key: the blocks are "
+                "combined wrongly. When a block raises the max, what was summed before must be rescaled by "
+                "exp(m - m_new), both the running sum s and the accumulator acc.")
+    return ""
+
+
 def _call(name, fn, label, q, k, v, mask, block, record: bool):
     inputs = {"q": q, "k": k, "v": v} | ({"mask": mask} if mask is not None else {})
     before = _snapshot(inputs)
@@ -328,7 +377,13 @@ def check_online_softmax_attention(fn):
         if randomness:
             raise ExerciseError(f"Your {name} is random {label}: {randomness}.\nHint: nothing in it is "
                                 "random: no dropout, no torch.manual_seed.")
-        mistake = _first_match({"out": got}, _ONLINE_MISTAKES, q, k, v, mask, block)
+        # NaN in the output matches several listed slips alike: then the probe, which varies one thing, speaks first.
+        if torch.isfinite(got).all():
+            mistake = _first_match({"out": got}, _ONLINE_MISTAKES, q, k, v, mask, block) \
+                or _probe(name, fn, label, q, k, v, mask, block)
+        else:
+            mistake = _probe(name, fn, label, q, k, v, mask, block) \
+                or _first_match({"out": got}, _ONLINE_MISTAKES, q, k, v, mask, block)
         if mistake:
             raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
         if torch.isnan(got).any() or torch.isinf(got).any():

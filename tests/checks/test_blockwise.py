@@ -170,6 +170,31 @@ def on_detached(q, k, v, mask=None, block_size=4):
     return online_with(q.detach(), k.detach(), v, mask, block_size)
 
 
+# Mistakes unlike the listed slips: the probe (one block, blocks of one key, small scores) must name them.
+wrong("on-probe-scale-twice", C_ON, "q divided by sqrt(d_k) before a function that divides again",
+      "the scale applied twice")(
+    lambda q, k, v, mask=None, block_size=4: online_with(q / math.sqrt(q.shape[-1]), k, v, mask, block_size))
+
+
+def on_no_max(q, k, v, mask=None, block_size=4):
+    """exp(scores) summed block by block with no max subtracted: right until a score is in the hundreds."""
+    shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    q = q / math.sqrt(q.shape[-1])
+    s = torch.zeros((*shape[:-1], 1), dtype=q.dtype)
+    acc = torch.zeros((*shape[:-1], v.shape[-1]), dtype=q.dtype)
+    for start in range(0, k.shape[-2], block_size):
+        p = torch.exp(q @ k[..., start:start + block_size, :].transpose(-2, -1))
+        if mask is not None:
+            p = p * mask.expand(shape)[..., start:start + block_size]
+        s = s + p.sum(dim=-1, keepdim=True)
+        acc = acc + p @ v[..., start:start + block_size, :]
+    return acc / torch.where(s > 0, s, torch.ones_like(s)) * (s > 0)
+
+
+wrong("on-probe-no-max", C_ON, "exp(scores) with no max subtracted at all",
+      "exp() of a score in the hundreds overflows")(on_no_max)
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
@@ -296,4 +321,4 @@ def on_while(q, k, v, mask=None, block_size=4):
     return out
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=25, right=6)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=27, right=6)
