@@ -21,7 +21,13 @@ shapes, padding masks, ``d_v != d_k``, tiny (1e-3) and large magnitudes) and, fo
 every parameter (norms included) set to random values that are copied into the package's reference
 module. Where the result differs from the reference, the checker computes the usual mistakes
 (softmax over the wrong axis, missing scaling, inverted mask, heads split without the transpose,
-unbiased variance, ...) on the same inputs and names the one the learner's result matches.
+unbiased variance, ...) on the same inputs and names the one the learner's result matches. Where no
+listed slip explains it, the checkers of notebooks 08-11 probe the answer, varying one thing at a time
+(a config field for ``parameter_count``; one block, blocks of one key and small scores for the online
+softmax; the padding moved or changed and the inputs scaled for ``mean_pool``; the loss's gradient and
+extra padding for ``masked_token_loss``; which layers and parts go wrong for ``rename_key``) and name
+what the answer responds to wrongly, with the measured difference. A NaN or infinite gradient, also
+through fully masked rows and all-padding sequences, is a named mistake everywhere gradients are checked.
 
 Design decisions (documented for teachers and maintainers):
 
