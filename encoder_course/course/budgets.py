@@ -10,7 +10,7 @@ The default test run does not assert these budgets, which depend on the machine 
 bounds the kernel's *processor* time by :data:`CEILING_FACTOR` times the recorded wall time (at least
 :data:`CEILING_MIN_S`), which a busy machine barely changes, so it catches a 10x regression and not a
 slow or busy machine; a hang is caught by :func:`hang_seconds`, a wall-time limit that leaves room
-for a machine 25 times slower than a quiet one; and it keeps the memory limit.
+for a machine 30 times slower than a quiet one; and it keeps the memory limit.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def ceiling_seconds(name: str, recorded: dict | None) -> float:
 
 
 def hang_seconds(name: str, recorded: dict | None) -> float:
-    """The wall-time limit of one test run of a notebook: only a hang (or a machine 25x slower) reaches it."""
+    """The wall-time limit of one test run of a notebook: only a hang (or a machine 30x slower) reaches it."""
     return HANG_FACTOR * ceiling_seconds(name, recorded)
 
 
