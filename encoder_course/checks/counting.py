@@ -165,7 +165,8 @@ def _variations(c):
            ("sinusoidal positions instead of learned" if c.positions == "learned" else
             "learned positions instead of sinusoidal",
             swap(c, positions="sinusoidal" if c.positions == "learned" else "learned")),
-           ("SwiGLU instead of " + c.activation if c.activation != "swiglu" else "GELU instead of SwiGLU",
+           ("SwiGLU instead of " + {"gelu": "GELU", "relu": "ReLU"}.get(c.activation, c.activation)
+            if c.activation != "swiglu" else "GELU instead of SwiGLU",
             swap(c, activation="gelu" if c.activation == "swiglu" else "swiglu"))]
     return out
 
