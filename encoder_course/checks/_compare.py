@@ -2,9 +2,12 @@
 
 The tolerance and the closeness test, where two results differ, which known mistake a result
 matches, whether the gradients agree, and whether anything random hides in the learner's code.
+When no known mistake fits, a probe localises the difference (:func:`probe`, :func:`_describe`).
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 
@@ -73,6 +76,116 @@ def _first_match(got: dict, variants, *args, factor: float = 1.0) -> str | None:
                 if distance < 0.1 * best_distance:
                     best, best_distance = message, distance
     return best
+
+
+# ----------------------------------------------------------------------------------------------
+# Probes: what a mistake nobody listed is, found by varying one thing at a time
+
+
+#: When a list, every diagnosis a probe gives is appended to it (the tests count who named a mistake).
+_PROBED: list | None = None
+
+
+def _note(found: str) -> str:
+    """Record ``found``, a probe's diagnosis (when the tests are listening), and return it."""
+    if found and _PROBED is not None:
+        _PROBED.append(found)
+    return found
+
+
+def probe(fn):
+    """Mark ``fn`` as a probe: it returns a diagnosis ("" when it finds none), which is recorded."""
+    @functools.wraps(fn)
+    def probing(*args, **kwargs):
+        return _note(fn(*args, **kwargs))
+    return probing
+
+
+def _elementwise_bad(got: torch.Tensor, want: torch.Tensor, factor: float = 1.0) -> torch.Tensor:
+    """Where ``got`` is outside the tolerance of :func:`_close` (NaN against a number counts as outside)."""
+    g, w = got.detach().double(), want.detach().double()
+    scale = float(torch.nan_to_num(w, nan=0.0, posinf=0.0, neginf=0.0).abs().max()) if w.numel() else 0.0
+    bound = factor * (_ATOL * scale + _RTOL * w.abs()) + 1e-30
+    both_nan = torch.isnan(g) & torch.isnan(w)
+    same_inf = torch.isinf(g) & torch.isinf(w) & (g == w)
+    return ~(both_nan | same_inf | ((g - w).abs() <= bound))
+
+
+def _spans(indices: list[int]) -> str:
+    """``[0, 1, 2, 5]`` as "0-2 and 5"."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    shown = [f"{a}" if a == b else f"{a}-{b}" for a, b in runs]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+def _permuted(g: torch.Tensor, w: torch.Tensor, bad: torch.Tensor, dim: int, axis: str) -> str:
+    """If ``g`` is ``w`` with its entries along ``dim`` reordered, say which entry went where."""
+    n = g.shape[dim]
+    if n < 2 or n > 64:
+        return ""
+    moved = {}
+    for i in range(n):
+        if not bad.select(dim, i).any():
+            continue
+        found = [j for j in range(n) if j != i
+                 and not _elementwise_bad(g.select(dim, i), w.select(dim, j)).any()]
+        if not found:
+            return ""
+        moved[i] = found[0]
+    if not moved:
+        return ""
+    shown = "; ".join(f"your {axis} {i} holds the reference's {axis} {j}" for i, j in list(moved.items())[:3])
+    return f"your result has the right {axis}s in the wrong order ({shown})"
+
+
+def _describe(got: torch.Tensor, want: torch.Tensor, axes=(), factor: float = 1.0) -> str:
+    """Where and how ``got`` differs from ``want``: the first cause a probe of the numbers finds.
+
+    ``axes`` names each dimension ("sequence", "position", "feature"; None for one not to report).
+    Tried in turn: entries in the wrong order along one axis; one factor or one offset for every
+    value; which entries of each axis differ (and which are right); and the largest difference.
+    """
+    g, w = got.detach().double(), want.detach().double()
+    bad = _elementwise_bad(g, w, factor)
+    axes = tuple(axes) + (None,) * (g.dim() - len(axes))
+    for dim, axis in enumerate(axes):
+        if axis:
+            moved = _permuted(g, w, bad, dim, axis)
+            if moved:
+                return moved + "."
+    finite = torch.isfinite(g) & torch.isfinite(w)
+    gf, wf = g[finite], w[finite]
+    if gf.numel() > 1 and float(wf.abs().max()) > 0:
+        ratio = float((gf * wf).sum() / (wf * wf).sum())
+        if abs(ratio - 1) > 1e-3 and not _elementwise_bad(gf, ratio * wf, 4 * factor).any():
+            sign = " (the sign flipped)" if ratio < 0 else ""
+            return (f"every value of yours is {ratio:.4g} times the reference's{sign}: the pattern is right, "
+                    "a factor is wrong.")
+        offset = float((gf - wf).mean())
+        if abs(offset) > 1e-6 and not _elementwise_bad(gf - offset, wf, 4 * factor).any():
+            return f"every value of yours is off by the same {offset:.4g}: the pattern is right, a constant is added."
+    where = []
+    for dim, axis in enumerate(axes):
+        n = g.shape[dim]
+        if not axis or n < 2:
+            continue
+        wrong = [i for i in range(n) if bad.select(dim, i).any()]
+        if 0 < len(wrong) < n:
+            right = [i for i in range(n) if i not in wrong]
+            where.append(f"{axis}{'s' if len(wrong) > 1 else ''} {_spans(wrong)} of {n} differ "
+                         f"({axis}{'s' if len(right) > 1 else ''} {_spans(right)} are right)")
+    count = int(bad.sum())
+    share = f"{count} of {bad.numel()} values are wrong"
+    if where:
+        share += ": only " + "; ".join(where)
+    elif count == bad.numel():
+        share = f"all {count} values are wrong"
+    return f"{share}; {_where_differs(got, want)}."
 
 
 # ----------------------------------------------------------------------------------------------
@@ -211,13 +324,15 @@ def _shape_hint(got_shape, want_shape, masked: bool = False) -> str:
 
 
 def _compare_output(name, got, want, label, mistakes, variant_args, generic_hint, case_hint="",
-                    factor=1.0, rerun=None, random_hint="", fresh=None, masked=False, others=()):
+                    factor=1.0, rerun=None, random_hint="", fresh=None, masked=False, others=(), probes=(),
+                    axes=()):
     """Raise the learner-facing verdict when ``got`` differs from ``want``; return when it is right.
 
     In order: the shape (``masked``: the call had a mask, for the shape hint), the dtype, randomness
     (``rerun``), state kept between calls (``fresh``: a newly built copy's output), the known
     ``mistakes``, then ``others`` (calls of the learner's code on the other inputs, whose error, if
-    any, says more than a difference of numbers), and last the generic message.
+    any, says more than a difference of numbers), then the ``probes`` (each returns a diagnosis or
+    ""), and last :func:`_describe` of the numbers (``axes`` names their dimensions).
     """
     if got.shape != want.shape:
         hint = _shape_hint(got.shape, want.shape, masked)
@@ -254,11 +369,18 @@ def _compare_output(name, got, want, label, mistakes, variant_args, generic_hint
     # usually says more about the cause than a difference of numbers.
     for call in others:
         call()  # raises the learner-facing ExerciseError of that input, if any
+    for one in probes:
+        found = _note(one())
+        if found:
+            raise ExerciseError(f"Your {name} is not right yet {label}: {found}\nHint: {case_hint or generic_hint}")
     if torch.isnan(got).any() or torch.isinf(got).any():
         raise ExerciseError(
             f"Your {name} returned NaN or infinite values {label}.\nHint: {case_hint or generic_hint}"
         )
     raise ExerciseError(
-        f"Your {name} gives different numbers from the reference {label}: {_where_differs(got, want)}."
+        f"Your {name} is not right yet {label}: {_described(got, want, axes, factor)}"
         f"\nHint: {case_hint or generic_hint}"
     )
+
+
+_described = probe(_describe)

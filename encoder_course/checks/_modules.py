@@ -12,7 +12,7 @@ import weakref
 
 import torch
 
-from ._compare import _check_gradients, _identical
+from ._compare import _check_gradients, _close, _identical
 from ._run import ExerciseError, _check_unchanged, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
 
 # ----------------------------------------------------------------------------------------------
@@ -158,3 +158,44 @@ def _module_gradients(name, cand, ref, paths, label, x, *extra) -> None:
                      lambda x: ref(x, *[e for e in extra if e is not None]), {"x": x},
                      {path: _sub(name, cand, path) for path in paths},
                      {path: _sub(name, ref, path) for path in paths})
+
+
+# ----------------------------------------------------------------------------------------------
+# Probing it: set one parameter at a time, in both modules, and see whether the answer comes right
+
+
+def _setting_probe(name, cand, ref, label, inputs, settings, factor=1.0) -> str:
+    """The first setting (``{path: value}``, given to both modules) under which the learner's output is right.
+
+    ``settings`` is a list of (``{path: value}``, diagnosis): a value is a number (every entry) or
+    "identity" (an identity matrix). With the setting, a mistake in what it switches off disappears,
+    which localises it. Both modules get their parameters back afterwards. Returns the diagnosis, or "".
+    """
+    paths = sorted({path for values, _ in settings for path in values})
+    saved = {path: (_sub(name, cand, path).detach().clone(), _sub(name, ref, path).detach().clone())
+             for path in paths}
+    try:
+        for values, diagnosis in settings:
+            for path, (mine, theirs) in saved.items():
+                _sub(name, cand, path).data.copy_(mine)
+                _sub(name, ref, path).data.copy_(theirs)
+            for path, value in values.items():
+                for module in (cand, ref):
+                    p = _sub(name, module, path)
+                    if value == "identity":
+                        p.data.copy_(torch.eye(*p.shape, dtype=p.dtype))
+                    else:
+                        p.data.fill_(value)
+            with torch.no_grad():
+                try:
+                    got = _call_module(name, cand, label, *inputs)
+                except ExerciseError:
+                    continue
+                want = ref(*[i for i in inputs if i is not None])
+            if got.shape == want.shape and _close(got, want, factor):
+                return diagnosis
+    finally:
+        for path, (mine, theirs) in saved.items():
+            _sub(name, cand, path).data.copy_(mine)
+            _sub(name, ref, path).data.copy_(theirs)
+    return ""

@@ -39,7 +39,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .._validate import scores_shape
-from ._compare import _check_gradients, _close, _first_match, _random_inside, _shape_hint, _where_differs
+from ._compare import _check_gradients, _close, _first_match, _random_inside, _shape_hint, _where_differs, probe
 from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
 from .registry import exercise
 
@@ -288,6 +288,7 @@ def _fitted_scores_scale(got, q, k, v, mask) -> float | None:
     return c if error(c) < 1e-4 * float(got.abs().max()) + 1e-6 else None
 
 
+@probe
 def _probe(name, fn, label, q, k, v, mask, block) -> str:
     """Vary one thing at a time (one block, blocks of one key, small scores) and name what goes wrong."""
     d_k, l_k = q.shape[-1], k.shape[-2]

@@ -26,6 +26,7 @@ import numbers
 
 import torch
 
+from ._compare import probe
 from ._run import ExerciseError, _checker, _invoke
 from .registry import exercise
 
@@ -193,6 +194,7 @@ def _in_units(amount: int, c) -> str:
     return f"{amount:,} = {formula.replace('+ -', '- ')}"
 
 
+@probe
 def _probe(name: str, fn, config) -> str:
     """Vary one field of ``config`` at a time and name the change the learner's count responds to wrongly."""
     from ..counting import analytic_parameter_counts

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import re
 
+from ._compare import _note
 from ._run import ExerciseError, _checker, _invoke, _NotAttempted
 from .registry import exercise
 
@@ -175,7 +176,7 @@ def _pattern(wrong: list[str], keys: list[str], answers: dict, reference) -> str
                       )
         where += ". "
     rows = "\n".join(f"  {k}  ->  yours {_shown(answers[k])}, expected {reference(k)!r}" for k in wrong[:3])
-    return f"{where}The first wrong keys:\n{rows}\n"
+    return f"{_note(where)}The first wrong keys:\n{rows}\n"
 
 
 @_checker("rename_key")

@@ -6,7 +6,7 @@ import functools
 
 import torch
 
-from ._compare import _compare_output
+from ._compare import _close, _compare_output
 from ._modules import (
     _build,
     _call_module,
@@ -15,6 +15,7 @@ from ._modules import (
     _fresh_output,
     _module_gradients,
     _randomise,
+    _setting_probe,
     _sub,
 )
 from ._run import ExerciseError, _checker, _gen, _randn
@@ -98,6 +99,72 @@ _LN_MISTAKES = [
 ]
 
 
+_LN_AXES = {2: ("token", "feature"), 3: ("sequence", "position", "feature"),
+            4: ("sequence", None, "position", "feature")}
+
+_LN_SETTINGS = [
+    ({"bias": 0.0}, "with beta (self.bias) set to zero, in yours and in the reference, your output is right, so "
+                    "the mistake is in how beta is used: add self.bias once, after multiplying by self.weight."),
+    ({"weight": 1.0}, "with gamma (self.weight) set to one, in yours and in the reference, your output is right, "
+                      "so the mistake is in how gamma is used: multiply the normalised x by self.weight."),
+    ({"weight": 1.0, "bias": 0.0}, "with gamma one and beta zero your output is right, so the normalising is "
+                                   "right and the mistake is in gamma and beta: y = self.weight * x_hat + "
+                                   "self.bias, both as they are."),
+]
+
+
+def _ln_probe(name, cand, ref, label, x) -> str:
+    """Localise a LayerNorm mistake no listed slip explains: which parameter, then what the output of
+    gamma = 1, beta = 0 gets wrong (its mean, its spread, its response to a shift or a scale of x)."""
+    found = _setting_probe(name, cand, ref, label, (x,), _LN_SETTINGS, factor=2.0)
+    if found:
+        return found
+    saved = [_sub(name, cand, path).detach().clone() for path in ("weight", "bias")]
+    try:
+        _sub(name, cand, "bias").data.fill_(0.0)
+        with torch.no_grad():
+            _sub(name, cand, "weight").data.fill_(2.0)
+            doubled = _call_module(name, cand, label, x).double()
+            _sub(name, cand, "weight").data.fill_(1.0)
+            y = _call_module(name, cand, label, x).double()
+            shifted = _call_module(name, cand, label, x + 3.0).double()
+            scaled = _call_module(name, cand, label, x * 4.0).double()
+    finally:
+        _sub(name, cand, "weight").data.copy_(saved[0])
+        _sub(name, cand, "bias").data.copy_(saved[1])
+    if y.shape != x.shape or doubled.shape != x.shape:
+        return ""
+    if not _close(doubled, 2 * y, 2.0):
+        fit = float((doubled * y).sum() / (y * y).sum().clamp_min(1e-30))
+        return (f"with beta zero, gamma = 2 should give exactly twice the output of gamma = 1, but yours gives "
+                f"{fit:.4g} times it: gamma (self.weight) must multiply the normalised x as it is, "
+                "y = self.weight * x_hat + self.bias (no 1 + weight, no other change to it).")
+    n = x.shape[-1]
+    mean = y.mean(dim=-1)
+    std = y.var(dim=-1, unbiased=False).sqrt()
+    spread = (x.double().var(dim=-1, unbiased=False) / (x.double().var(dim=-1, unbiased=False) + ref.eps)).sqrt()
+    if float(mean.abs().max()) > 1e-3:
+        return (f"with gamma one and beta zero, each token's output should have mean 0 over its {n} features, but "
+                f"yours has means up to {float(mean.abs().max()):.4g}: the mean of each token (dim=-1) is not "
+                "subtracted as it should be.")
+    if not _close(y, shifted, 10.0):
+        return ("adding 3 to every feature of a token changes your output (by up to "
+                f"{float((shifted - y).abs().max()):.4g}), but LayerNorm's output does not change, since the "
+                "mean is subtracted: subtract each token's own mean over dim=-1 before dividing.")
+    ratio = (std / spread)
+    if float((ratio - 1).abs().max()) > 1e-3:
+        r = float(ratio.median())
+        return (f"with gamma one and beta zero, each token's output should have standard deviation 1 (its "
+                f"variance over the {n} features, divided by n), but yours has {r:.4g} (from "
+                f"{float(ratio.min()):.4g} to {float(ratio.max()):.4g}): divide by sqrt(var + eps), var being "
+                "the mean of (x - mean)^2 over dim=-1.")
+    if not _close(y, scaled, 10.0):
+        return ("multiplying a token by 4 changes your output (by up to "
+                f"{float((scaled - y).abs().max()):.4g}), but LayerNorm's does not: the division must be by the "
+                "token's own standard deviation, sqrt(var + eps).")
+    return ""
+
+
 @_checker("layer_norm")
 def check_layer_norm(cls):
     """Check a ``LayerNorm(d_model, eps=1e-5)`` class (parameters ``weight``, ``bias``)."""
@@ -144,7 +211,9 @@ def check_layer_norm(cls):
                 _compare_output(name, got, ref(xx), label_m, _LN_MISTAKES, (xx, w, b, e),
                                 "y = weight * (x - mean) / sqrt(var + eps) + bias, with mean and the "
                                 "biased variance over the last dimension.", case_hint, factor=2.0,
-                                fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx))
+                                fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx),
+                                probes=[functools.partial(_ln_probe, name, cand, ref, label_m, xx)],
+                                axes=_LN_AXES[xx.dim()])
         _module_gradients(name, cand, ref, ("weight", "bias"), cases[0][0], cases[0][1])
         # In float64, as after model.double(): the result must stay float64 (no .float() inside).
         cand.double().eval()
@@ -153,4 +222,4 @@ def check_layer_norm(cls):
         got = _call_module(name, cand, label, x64)
         _compare_output(name, got, ref.double()(x64), label, _LN_MISTAKES, (x64, w, b, e),
                         "compute in the input's dtype: no .float() or float32 constants as tensors.",
-                        factor=2.0)
+                        factor=2.0, axes=_LN_AXES[3])

@@ -13,7 +13,7 @@ import re
 
 import torch
 
-from ._compare import _check_gradients, _close, _first_match, _shape_hint, _where_differs
+from ._compare import _check_gradients, _close, _first_match, _shape_hint, _where_differs, probe
 from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
 from .registry import exercise
 
@@ -106,6 +106,7 @@ def _call(name, label, fn, hidden, mask):
         raise ExerciseError(str(exc).split("\nHint:")[0] + f"\nHint: {hint}") from exc.__cause__
 
 
+@probe
 def _probe(name, fn, label, hidden, mask) -> str:
     """Vary one thing at a time (the pad vectors, where the padding is, the scale) and name what the answer
     responds to wrongly; "" when every probe agrees with the mean."""

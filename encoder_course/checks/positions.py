@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from ._compare import _close, _first_match, _where_differs
+from ._compare import _close, _first_match, _where_differs, probe
 from ._run import ExerciseError, _checker, _expect_tensor, _invoke, _shape
 from .registry import exercise
 
@@ -94,6 +94,7 @@ _POSITION_MISTAKES = [
 ]
 
 
+@probe
 def _wrong_frequency(got: torch.Tensor, want: torch.Tensor, d_model: int) -> str:
     """If each column pair of ``got`` is (sin, cos) of pos * w for some w, name the first wrong w."""
     g = got.detach().double()

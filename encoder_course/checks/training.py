@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._compare import _check_gradients, _close, _first_match
+from ._compare import _check_gradients, _close, _first_match, probe
 from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
 from .registry import exercise
 
@@ -129,6 +129,7 @@ def _loss_cases():
     ]
 
 
+@probe
 def _loss_probe(name, fn, label, logits, labels, mask) -> str:
     """Read which logits the answer depends on, and towards which label, from its gradient; "" if no finding.
 

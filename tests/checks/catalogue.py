@@ -64,7 +64,8 @@ class Catalogue:
         return deco
 
     def wrong_params(self):
-        return pytest.mark.parametrize("checker, candidate, words", [(w[1], w[2], w[4]) for w in self.wrong],
+        return pytest.mark.parametrize("checker, candidate, words, by_probe",
+                                       [(w[1], w[2], w[4], by_probe(w[0])) for w in self.wrong],
                                        ids=[w[0] for w in self.wrong])
 
     def right_params(self):
@@ -82,8 +83,8 @@ class Catalogue:
 
         @pytest.mark.filterwarnings("ignore")
         @self.wrong_params()
-        def test_wrong_answer_is_named(checker, candidate, words, capsys):
-            assert_named(checker, candidate, words, capsys)
+        def test_wrong_answer_is_named(checker, candidate, words, by_probe, capsys):
+            assert_named(checker, candidate, words, capsys, by_probe)
 
         @pytest.mark.filterwarnings("ignore")
         @self.right_params()
@@ -143,16 +144,41 @@ def recording_labels():
             module._invoke = original
 
 
-def assert_named(checker, candidate, words, capsys):
+def by_probe(cid: str) -> bool:
+    """Whether the candidate ``cid`` is one a probe must name (its id says so: ``xx-probe-...``)."""
+    return "-probe-" in cid
+
+
+@contextlib.contextmanager
+def recording_probes():
+    """Record every diagnosis a probe gives (``checks._compare.probe``) while the block runs."""
+    from encoder_course.checks import _compare
+
+    found: list[str] = []
+    _compare._PROBED = found
+    try:
+        yield found
+    finally:
+        _compare._PROBED = None
+
+
+def assert_named(checker, candidate, words, capsys, probed=None):
     """The wrong answer is rejected with an ExerciseError naming its mistake; nothing is printed.
 
     The phrase must be a diagnosis: neither generic (:func:`generic_phrase`) nor a case label, and
-    found in the message outside the labels.
+    found in the message outside the labels. ``probed`` (when not None) says whether the phrase must
+    come from a probe's diagnosis (a mistake unlike the listed ones) or from a listed slip, a case's
+    hint or a direct check.
     """
     assert not generic_phrase(words), (words, generic_phrase(words))
-    with recording_labels() as labels, pytest.raises(ExerciseError) as info:
+    with recording_labels() as labels, recording_probes() as probes, pytest.raises(ExerciseError) as info:
         checker(candidate)
     message = str(info.value)
+    if probed is not None:
+        from_probe = any(words in p for p in probes)
+        assert from_probe == probed, (
+            f"named by {'a probe' if from_probe else 'a listed slip or a direct check'}, but the id says "
+            f"{'a probe' if probed else 'a listed slip'}: {message}")
     assert words in message, message
     unlabelled = message
     for label in sorted(set(labels), key=len, reverse=True):
@@ -179,10 +205,12 @@ def catalogues() -> dict:
     return {m.__name__.rpartition(".")[2]: m.CATALOGUE for m in modules if hasattr(m, "CATALOGUE")}
 
 
-def counts() -> tuple[int, int]:
-    """How many wrong and right answers the catalogues hold (README states both)."""
+def counts() -> tuple[int, int, int]:
+    """How many wrong answers the catalogues hold, how many of them a probe names, and how many right
+    answers they hold (README states all three)."""
     found = catalogues().values()
-    return sum(len(c.wrong) for c in found), sum(len(c.right) for c in found)
+    return (sum(len(c.wrong) for c in found), sum(by_probe(w[0]) for c in found for w in c.wrong),
+            sum(len(c.right) for c in found))
 
 
 # ----------------------------------------------------------------------------------------------

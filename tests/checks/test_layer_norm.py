@@ -230,6 +230,46 @@ class LNBertEps(LB):
         return self.weight * (x - m) / torch.sqrt(v + self.eps) + self.bias
 
 
+# Mistakes unlike the listed slips: the probe (gamma and beta set, x shifted or scaled) must name them.
+@wrong("ln-probe-median", C_LN, "the median subtracted, not the mean", "the mean of each token (dim=-1) is not")
+class LNMedian(LB):
+    def forward(self, x):
+        m, v = x.median(-1, keepdim=True).values, x.var(-1, keepdim=True, unbiased=False)
+        return self.weight * (x - m) / torch.sqrt(v + self.eps) + self.bias
+
+
+@wrong("ln-probe-mean-abs", C_LN, "divided by the mean absolute deviation, not the standard deviation",
+       "should have standard deviation 1")
+class LNMeanAbs(LB):
+    def forward(self, x):
+        c = x - x.mean(-1, keepdim=True)
+        return self.weight * c / (c.abs().mean(-1, keepdim=True) + self.eps) + self.bias
+
+
+@wrong("ln-probe-one-plus-gamma", C_LN, "(1 + weight) * x_hat, as some models store gamma - 1",
+       "gamma = 2 should give exactly twice")
+class LNOnePlus(LB):
+    def forward(self, x):
+        m, v = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False)
+        return (1 + self.weight) * (x - m) / torch.sqrt(v + self.eps) + self.bias
+
+
+@wrong("ln-probe-bias-subtracted", C_LN, "beta subtracted instead of added", "the mistake is in how beta is used")
+class LNMinusBias(LB):
+    def forward(self, x):
+        m, v = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False)
+        return self.weight * (x - m) / torch.sqrt(v + self.eps) - self.bias
+
+
+@wrong("ln-probe-mean-of-first-half", C_LN, "the mean taken over the first half of the features only",
+       "the mean of each token (dim=-1) is not")
+class LNHalfMean(LB):
+    def forward(self, x):
+        m = x[..., : x.shape[-1] // 2].mean(-1, keepdim=True)
+        v = x.var(-1, keepdim=True, unbiased=False)
+        return self.weight * (x - m) / torch.sqrt(v + self.eps) + self.bias
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
@@ -355,4 +395,4 @@ class LNResc(LB):
         return self.weight * (x - x.mean(-1, keepdim=True)) / torch.sqrt(v + self.eps) + self.bias
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=30, right=15)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=35, right=15)

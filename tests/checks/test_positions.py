@@ -175,7 +175,7 @@ def pe_scalar(L, d):
     return torch.tensor(0.0)
 
 
-@wrong("pe-linspace-exponent", C_PE, "exponents from torch.linspace(0, 1, d_model // 2): 2i/(d_model-2)",
+@wrong("pe-probe-linspace-exponent", C_PE, "exponents from torch.linspace(0, 1, d_model // 2): 2i/(d_model-2)",
        'wrong frequency')
 def pe_linspace(L, d):
     pos = torch.arange(L, dtype=torch.float32)[:, None]
@@ -185,13 +185,13 @@ def pe_linspace(L, d):
     return pe
 
 
-@wrong("pe-fixed-512-table", C_PE, "a table precomputed once for d_model=512, sliced [:seq_len, :d_model]",
+@wrong("pe-probe-fixed-512-table", C_PE, "a table precomputed once for d_model=512, sliced [:seq_len, :d_model]",
        'wrong frequency')
 def pe_fixed_table(L, d):
     return _BIG[:L, :d].clone()
 
 
-@wrong("pe-normalised-positions", C_PE, "positions torch.arange(seq_len) / seq_len (normalised to [0, 1))",
+@wrong("pe-probe-normalised-positions", C_PE, "positions torch.arange(seq_len) / seq_len (normalised to [0, 1))",
        'wrong frequency')
 def pe_norm_pos(L, d):
     pos = (torch.arange(L, dtype=torch.float32) / L)[:, None]
@@ -242,7 +242,7 @@ def pe_repeat(L, d):
     return pe
 
 
-@wrong("pe-exponent-seq_len", C_PE, "exponent 2i / seq_len (the wrong size in the denominator)",
+@wrong("pe-probe-exponent-seq_len", C_PE, "exponent 2i / seq_len (the wrong size in the denominator)",
        "wrong frequency")
 def pe_seq(L, d):
     return _fill(L, d, 10000.0 ** (torch.arange(0, d, 2, dtype=torch.float32) / L))
