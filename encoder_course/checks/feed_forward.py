@@ -8,7 +8,7 @@ import inspect
 import torch
 import torch.nn.functional as F
 
-from ._compare import _compare_output
+from ._compare import _close, _compare_output
 from ._modules import (
     _build,
     _call_module,
@@ -17,6 +17,7 @@ from ._modules import (
     _fresh_output,
     _module_gradients,
     _randomise,
+    _setting_probe,
     _sub,
 )
 from ._run import _checker, _gen, _randn
@@ -84,6 +85,58 @@ def _ffn_mistakes(expected: str):
     return mistakes
 
 
+_FFN_PATHS = ("w1.weight", "w1.bias", "w2.weight", "w2.bias")
+
+_FFN_SETTINGS = [
+    ({"w2.bias": 0.0}, "with w2's bias set to zero, in yours and in the reference, your output is right, so the "
+                       "mistake is in how w2's bias is used: the output is self.w2(h), its bias added once."),
+    ({"w1.bias": 0.0}, "with w1's bias set to zero, in yours and in the reference, your output is right, so the "
+                       "mistake is in how w1's bias is used: h = self.w1(x), its bias added once, before the "
+                       "activation."),
+    ({"w1.weight": "identity", "w1.bias": 0.0},
+     "with w1 an identity matrix and no bias, in yours and in the reference, your output is right, so the mistake "
+     "is in how w1 is applied: the first step is h = self.w1(x) (x @ W1^T + b1, which the layer computes)."),
+    ({"w2.weight": "identity", "w2.bias": 0.0},
+     "with w2 an identity matrix and no bias, in yours and in the reference, your output is right, so the mistake "
+     "is in how w2 is applied: the last step is self.w2(h) on the activated hidden layer, nothing after it."),
+]
+
+_CURVES = {
+    "GELU": F.gelu, "ReLU": F.relu, "GELU's tanh approximation": lambda t: F.gelu(t, approximate="tanh"),
+    "SiLU (swish)": F.silu, "the sigmoid": torch.sigmoid, "tanh": torch.tanh, "softplus": F.softplus,
+    "ELU": F.elu, "Leaky ReLU": F.leaky_relu, "no activation (the identity)": lambda t: t,
+}
+
+
+def _curve_probe(name, rebuild, activation: str, label) -> str:
+    """Show the activation alone: with w1 and w2 identity matrices and no biases, the network is act(x)."""
+    fresh = rebuild()
+    d_model = _sub(name, fresh, "w1.weight").shape[1]
+    with torch.no_grad():
+        for path in _FFN_PATHS:
+            p = _sub(name, fresh, path)
+            p.copy_(torch.eye(*p.shape) if p.dim() == 2 else torch.zeros_like(p))
+    fresh.eval()
+    x = torch.linspace(-3.0, 3.0, 6 * d_model).reshape(1, 6, d_model)
+    with torch.no_grad():
+        got = _call_module(name, fresh, label, x).double()
+    want_name = "GELU" if activation == "gelu" else "ReLU"
+    if got.shape != x.shape or _close(got, _CURVES[want_name](x.double()), 2.0):
+        return ""
+    xs = x.double()
+    act = _CURVES[want_name]
+    curves = {**_CURVES, f"x + {want_name}(x) (the input added back)": lambda t: t + act(t),
+              f"{want_name} applied twice": lambda t: act(act(t))}
+    found = [curve for curve, f in curves.items() if curve != want_name and _close(got, f(xs), 2.0)]
+    flat, ref = got.reshape(-1), act(xs).reshape(-1)
+    at = [int(i) for i in torch.tensor([-1.0, 0.0, 1.0, 2.0]).sub(-3.0).div(6.0).mul(flat.numel() - 1).round()]
+    values = ", ".join(f"f({float(xs.reshape(-1)[i]):.2g}) = {float(flat[i]):.4g} (not {float(ref[i]):.4g})" for i in at)
+    seen = f"it is {found[0]}" if found else "it is none of the usual ones"
+    return (f"with w1 and w2 identity matrices and no biases, your FeedForward returns its activation of x alone, "
+            f"and {seen}: {values}. This one should be {want_name}"
+            + (": F.gelu(h) (the exact GELU, with the erf)." if want_name == "GELU" else ": F.relu(h)."))
+
+
 @_checker("feed_forward")
 def check_feed_forward(cls):
     """Check a ``FeedForward(d_model, d_ff)`` class (``w1``, ``w2``, exact GELU by default)."""
@@ -91,7 +144,7 @@ def check_feed_forward(cls):
 
     name = exercise("feed_forward").name
     g = _gen(4)
-    paths = ("w1.weight", "w1.bias", "w2.weight", "w2.bias")
+    paths = _FFN_PATHS
     try:
         params_of_init = inspect.signature(cls).parameters
     except (TypeError, ValueError):
@@ -134,5 +187,9 @@ def check_feed_forward(cls):
                                 rerun=functools.partial(_call_module, name, cand, label_m, xx),
                                 random_hint="this FeedForward was built without dropout (the exercise's has "
                                             "none), so nothing in it may be random, even in train() mode.",
-                                fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx))
+                                fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx),
+                                probes=[functools.partial(_setting_probe, name, cand, ref, label_m, (xx,),
+                                                          _FFN_SETTINGS),
+                                        functools.partial(_curve_probe, name, rebuild, act, label_m)],
+                                axes=("sequence", "position", "feature"))
         _module_gradients(name, cand, ref, paths, f"{cases[0][0]}, in eval() mode", cases[0][1])

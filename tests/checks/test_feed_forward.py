@@ -210,6 +210,32 @@ class FeedForward(FB):
 """, FB=FB, torch=torch))
 
 
+# Mistakes unlike the listed slips: the probe (one layer or bias set at a time, then the activation
+# alone) must name them.
+@wrong("ff-probe-softplus", C_FF, "softplus as the activation (a smooth ReLU)", "it is softplus")
+class FFSoftplus(FB):
+    def forward(self, x):
+        return self.w2(F.softplus(self.w1(x)))
+
+
+@wrong("ff-probe-bias-twice", C_FF, "w2's bias added again after self.w2(h)", "how w2's bias is used")
+class FFBiasTwice(FB):
+    def forward(self, x):
+        return self.w2(self.act(self.w1(x))) + self.w2.bias
+
+
+@wrong("ff-probe-half-input", C_FF, "the activation of h / 2, times 2", "it is none of the usual ones")
+class FFHalf(FB):
+    def forward(self, x):
+        return self.w2(2 * self.act(self.w1(x) / 2))
+
+
+@wrong("ff-probe-w1-bias-subtracted", C_FF, "x @ W1^T - b1: w1's bias subtracted", "how w1's bias is used")
+class FFMinusB1(FB):
+    def forward(self, x):
+        return self.w2(self.act(x @ self.w1.weight.T - self.w1.bias))
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
@@ -301,4 +327,4 @@ class FFDict(FB):
         return torch.einsum("...f,df->...d", h, self.w2.weight) + self.w2.bias
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=25, right=10)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=29, right=10)
