@@ -140,7 +140,9 @@ def _permuted(g: torch.Tensor, w: torch.Tensor, bad: torch.Tensor, dim: int, axi
     if not moved:
         return ""
     shown = "; ".join(f"your {axis} {i} holds the reference's {axis} {j}" for i, j in list(moved.items())[:3])
-    return f"your result has the right {axis}s in the wrong order ({shown})"
+    if sorted(moved) == sorted(moved.values()):
+        return f"your result has the right {axis}s in the wrong order ({shown})"
+    return f"some {axis}s of yours hold the values of another {axis} ({shown})"
 
 
 def _describe(got: torch.Tensor, want: torch.Tensor, axes=(), factor: float = 1.0) -> str:

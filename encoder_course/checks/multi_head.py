@@ -9,7 +9,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._compare import _compare_output
+from ._compare import _close, _compare_output, _describe
 from ._modules import (
     _build,
     _call_module,
@@ -18,6 +18,7 @@ from ._modules import (
     _fresh_output,
     _module_gradients,
     _randomise,
+    _setting_probe,
     _sub,
 )
 from ._run import ExerciseError, _checker, _gen, _randn
@@ -254,6 +255,62 @@ def _mha_cases(g, d_model: int):
     ]
 
 
+_MHA_SETTINGS = [
+    ({"w_o.bias": 0.0}, "with w_o's bias set to zero, in yours and in the reference, your output is right, so the "
+                        "mistake is in how w_o's bias is used: the output is self.w_o(merged heads), its bias "
+                        "added once, after the heads are merged."),
+    ({"w_v.bias": 0.0}, "with w_v's bias set to zero, in yours and in the reference, your output is right, so the "
+                        "mistake is in how w_v's bias is used: v = self.w_v(x), its bias added once."),
+    ({"w_q.weight": 0.0, "w_q.bias": 0.0},
+     "with the queries set to zero (w_q's weight and bias zero, in yours and in the reference), every score is 0 "
+     "and every allowed key gets the same weight, and then your output is right: so the values, the heads and "
+     "w_o are right, and the mistake is in the scores (how q and k are made, the scale 1 / sqrt(d_head), or "
+     "the softmax)."),
+]
+
+
+def _heads_probe(name, cls, cand, label, x, mask, n_heads) -> str:
+    """With n_heads > 1: is the module right with one head? Then show where each head's features land."""
+    from ..multi_head import MultiHeadAttention as Reference
+
+    if n_heads == 1:
+        return ""
+    d_model = x.shape[-1]
+    one = _build(name, cls, d_model, 1)
+    ref = Reference(d_model, 1, fast=False).eval()
+    one.load_state_dict(cand.state_dict(), strict=False)
+    _copy_params(name, one, ref, _MHA_PATHS)
+    one.eval()
+    with torch.no_grad():
+        got = _call_module(name, one, label, x, mask)
+        want = ref(x, mask) if mask is not None else ref(x)
+    if got.shape != want.shape or not _close(got, want):
+        return ""
+    # Every head the same uniform weights, w_v and w_o identities: each position's output is the mean of
+    # x over its allowed keys, feature by feature, and a head's features must come back where they were.
+    ref = Reference(d_model, n_heads, fast=False).eval()
+    saved = {path: _sub(name, cand, path).detach().clone() for path in _MHA_PATHS}
+    try:
+        with torch.no_grad():
+            for module in (cand, ref):
+                for path in _MHA_PATHS:
+                    p = _sub(name, module, path)
+                    p.copy_(torch.eye(*p.shape) if path in ("w_v.weight", "w_o.weight") else torch.zeros_like(p))
+            mixed = _call_module(name, cand, label, x, mask)
+            plain = ref(x, mask) if mask is not None else ref(x)
+    finally:
+        for path, value in saved.items():
+            _sub(name, cand, path).data.copy_(value)
+    where = ""
+    if mixed.shape == plain.shape and not _close(mixed, plain):
+        where = (" With every key weighted equally and w_v, w_o identity matrices, each output feature should be "
+                 "the mean of that feature of x over the keys, and it is not: "
+                 + _describe(mixed, plain, ("sequence", "position", "feature")))
+    return (f"with one head your module is right, with {n_heads} heads it is not, so the mistake is in how the "
+            "heads are made and put back: split (B, L, d_model) into (B, H, L, d_head), each head its own "
+            f"d_head = d_model / n_heads neighbouring features, attend, and merge back in the same order.{where}")
+
+
 @_checker("multi_head_attention")
 def check_multi_head_attention(cls):
     """Check a ``MultiHeadAttention(d_model, n_heads)`` class (``w_q, w_k, w_v, w_o``; ``forward(x, mask=None)``)."""
@@ -296,7 +353,10 @@ def check_multi_head_attention(cls):
                     rerun=functools.partial(_call_module, name, cand, label_m, xx, mask),
                     random_hint=_MHA_RANDOM_HINT[mode],
                     fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx, mask),
-                    masked=mask is not None)
+                    masked=mask is not None,
+                    probes=[functools.partial(_setting_probe, name, cand, ref, label_m, (xx, mask), _MHA_SETTINGS),
+                            functools.partial(_heads_probe, name, cls, cand, label_m, xx, mask, n_heads)],
+                    axes=("sequence", "position", "feature"))
         if index == 0:
             label, xx, mask, _ = cases[1]
             _module_gradients(name, cand, ref, _MHA_PATHS, f"{label}, n_heads={n_heads}", xx, mask)

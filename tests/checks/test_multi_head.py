@@ -573,6 +573,53 @@ class MultiHeadAttention(MB):
 """, MB=MB, math=math, torch=torch))
 
 
+# Mistakes unlike the listed slips: the probe (one parameter set at a time, one head, uniform weights
+# with identities) must name them.
+@wrong("mha-probe-heads-reversed", C_MHA, "the heads merged back in reverse order (h.flip(1))",
+       "with one head your module is right")
+class MHAReversed(MB):
+    def forward(self, x, mask=None):
+        q, k, v = self.qkv(x)
+        h, _ = _sdpa(q, k, v, mask)
+        return self.w_o(self.merge(h.flip(1)))
+
+
+@wrong("mha-probe-head-zero-everywhere", C_MHA, "every head uses head 0's slice of q, k and v",
+       "the mistake is in how the heads are made")
+class MHAHeadZero(MB):
+    def forward(self, x, mask=None):
+        q, k, v = (t[:, :1].expand_as(t) for t in self.qkv(x))
+        h, _ = _sdpa(q, k, v, mask)
+        return self.w_o(self.merge(h))
+
+
+@wrong("mha-probe-bias-before-wo", C_MHA, "w_o's bias added to the merged heads before the projection",
+       "how w_o's bias is used")
+class MHABiasBefore(MB):
+    def forward(self, x, mask=None):
+        q, k, v = self.qkv(x)
+        h, _ = _sdpa(q, k, v, mask)
+        return F.linear(self.merge(h) + self.w_o.bias, self.w_o.weight, self.w_o.bias)
+
+
+@wrong("mha-probe-keys-unprojected", C_MHA, "k = split(x): the keys never go through w_k",
+       "the mistake is in the scores")
+class MHAKeysRaw(MB):
+    def forward(self, x, mask=None):
+        q, v = self.split(self.w_q(x)), self.split(self.w_v(x))
+        h, _ = _sdpa(q, self.split(x), v, mask)
+        return self.w_o(self.merge(h))
+
+
+@wrong("mha-probe-temperature", C_MHA, "scores divided by 2 * sqrt(d_head), a temperature of 2",
+       "the mistake is in the scores")
+class MHATemperature(MB):
+    def forward(self, x, mask=None):
+        q, k, v = self.qkv(x)
+        h, _ = _sdpa(q / 2, k, v, mask)
+        return self.w_o(self.merge(h))
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
@@ -785,4 +832,4 @@ class MHAH1Right(MB):
         return self.w_o(self.merge(h))
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=55, right=19)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=60, right=19)
