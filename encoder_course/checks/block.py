@@ -15,6 +15,7 @@ from ._modules import (
     _fresh_output,
     _module_gradients,
     _randomise,
+    _setting_probe,
     _sub,
 )
 from ._run import ExerciseError, _checker, _gen, _randn
@@ -228,6 +229,56 @@ def _block_mistakes_of(norm_first: bool):
          for kind, message in _BLOCK_MISTAKES]
 
 
+_NO_ATTENTION = {"attn.w_o.weight": 0.0, "attn.w_o.bias": 0.0}
+_NO_FFN = {"ffn.w2.weight": 0.0, "ffn.w2.bias": 0.0}
+_BLOCK_SETTINGS = [
+    (_NO_FFN, "with the feed-forward sublayer giving zeros (ffn.w2's weight and bias zero, in yours and in the "
+              "reference), your block is right, so the mistake is in the feed-forward half: what it reads (the "
+              "attention half's result), norm2, the feed-forward call, dropout2 and its residual sum."),
+    (_NO_ATTENTION, "with the attention sublayer giving zeros (attn.w_o's weight and bias zero, in yours and in the "
+                    "reference), your block is right, so the mistake is in the attention half: norm1, the "
+                    "attention call with the mask, dropout1 and its residual sum."),
+    ({**_NO_ATTENTION, **_NO_FFN}, "with both sublayers giving zeros your block is right, but not with either one "
+                                   "on: look at how the halves are chained, each half reads the result of the "
+                                   "one before it (the feed-forward half reads x after the attention half)."),
+]
+
+
+def _skeleton_probe(name, cand, ref, label, x, mask, norm_first: bool) -> str:
+    """With both sublayers giving zeros, a block is its residuals and norms: name what the learner's returns."""
+    paths = list(_NO_ATTENTION) + list(_NO_FFN)
+    saved = {path: _sub(name, cand, path).detach().clone() for path in paths}
+    try:
+        with torch.no_grad():
+            for path in paths:
+                _sub(name, cand, path).zero_()
+            got = _call_module(name, cand, label, x, mask).double()
+    finally:
+        for path, value in saved.items():
+            _sub(name, cand, path).data.copy_(value)
+    with torch.no_grad():
+        n1, n2 = ref.norm1, ref.norm2
+        sums = {
+            "x unchanged": x, "norm1(x)": n1(x), "norm2(x)": n2(x), "norm2(norm1(x))": n2(n1(x)),
+            "norm1(norm2(x))": n1(n2(x)), "2 * x": 2 * x, "4 * x": 4 * x, "zeros": torch.zeros_like(x),
+            "norm2(2 * norm1(x))": n2(2 * n1(x)), "norm2(norm1(x) + x)": n2(n1(x) + x),
+            "x + norm1(x) + norm2(x)": x + n1(x) + n2(x), "norm1(2 * x)": n1(2 * x),
+            "2 * x + norm1(x)": 2 * x + n1(x), "x + norm1(x)": x + n1(x), "x + norm2(norm1(x))": x + n2(n1(x)),
+        }
+    want = "x unchanged" if norm_first else "norm2(norm1(x))"
+    if got.shape != x.shape or _close(got, sums[want].double(), 3.0):
+        return ""
+    found = next((what for what, value in sums.items() if _close(got, value.double(), 3.0)), "")
+    style = "pre-LN" if norm_first else "post-LN"
+    seen = (f"yours returns {found}" if found else
+            f"yours returns none of x, norm1(x), norm2(norm1(x)) or a sum of them (it is up to "
+            f"{float((got - sums[want].double()).abs().max()):.4g} away)")
+    return (f"with both sublayers giving zeros (attn.w_o and ffn.w2 zero), a {style} block is its residuals and norms "
+            f"alone and returns {want}; {seen}. So the residual sums or the norms are wrong: "
+            + ("x = x + attn(norm1(x), mask); x = x + ffn(norm2(x)), with no norm on the result."
+               if norm_first else "x = norm1(x + attn(x, mask)); x = norm2(x + ffn(x)), each norm once."))
+
+
 @_checker("encoder_block")
 def check_encoder_block(cls):
     """Check an ``EncoderBlock(d_model, n_heads, d_ff, dropout=..., norm_first=...)`` class."""
@@ -285,7 +336,11 @@ def check_encoder_block(cls):
                                     "build the dropout layers from the dropout argument, nn.Dropout(dropout), "
                                     "not from a fixed rate.",
                         fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx, mask),
-                        masked=mask is not None, others=others)
+                        masked=mask is not None, others=others,
+                        probes=[functools.partial(_setting_probe, name, cand, ref, label_m, (xx, mask),
+                                                  _BLOCK_SETTINGS, factor=3.0),
+                                functools.partial(_skeleton_probe, name, cand, ref, label_m, xx, mask, norm_first)],
+                        axes=("sequence", "position", "feature"))
             if not dropout:
                 _module_gradients(name, cand, ref, _BLOCK_PATHS, f"{cases[1][0]}, in eval() mode", x, pad)
             if dropout:

@@ -128,9 +128,9 @@ def _curve_probe(name, rebuild, activation: str, label) -> str:
     curves = {**_CURVES, f"x + {want_name}(x) (the input added back)": lambda t: t + act(t),
               f"{want_name} applied twice": lambda t: act(act(t))}
     found = [curve for curve, f in curves.items() if curve != want_name and _close(got, f(xs), 2.0)]
-    flat, ref = got.reshape(-1), act(xs).reshape(-1)
-    at = [int(i) for i in torch.tensor([-1.0, 0.0, 1.0, 2.0]).sub(-3.0).div(6.0).mul(flat.numel() - 1).round()]
-    values = ", ".join(f"f({float(xs.reshape(-1)[i]):.2g}) = {float(flat[i]):.4g} (not {float(ref[i]):.4g})" for i in at)
+    inputs, flat, ref = xs.reshape(-1), got.reshape(-1), act(xs).reshape(-1)
+    at = [int((inputs - point).abs().argmin()) for point in (-1.0, 0.0, 1.0, 2.0)]
+    values = ", ".join(f"f({float(inputs[i]):.2g}) = {float(flat[i]):.4g} (not {float(ref[i]):.4g})" for i in at)
     seen = f"it is {found[0]}" if found else "it is none of the usual ones"
     return (f"with w1 and w2 identity matrices and no biases, your FeedForward returns its activation of x alone, "
             f"and {seen}: {values}. This one should be {want_name}"

@@ -566,6 +566,56 @@ class EncoderBlock(BB):
 """, BB=BB))
 
 
+# Mistakes unlike the listed slips: the probe (one sublayer switched off at a time, then both) must name them.
+@wrong("block-probe-half-attention", C_BLK, "the attention's output halved before the residual sum",
+       "the mistake is in the attention half")
+class BlockHalfAttention(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + 0.5 * self.dropout1(self.attn(self.norm1(x), mask))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + 0.5 * self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("block-probe-ffn-twice", C_BLK, "the feed-forward's output added twice",
+       "the mistake is in the feed-forward half")
+class BlockFfnTwice(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))
+            h = self.dropout2(self.ffn(self.norm2(x)))
+            return x + h + h
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        h = self.dropout2(self.ffn(x))
+        return self.norm2(x + h + h)
+
+
+@wrong("block-probe-normed-residual", C_BLK, "pre-LN whose second residual starts from norm2(x): h + ffn(h)",
+       "yours returns norm2(x)")
+class BlockNormedResidual(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))
+            h = self.norm2(x)
+            return h + self.dropout2(self.ffn(h))
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("block-probe-query-mask", C_BLK, "the mask applied to the queries too: attn(x, mask & mask^T)",
+       "the mistake is in the attention half")
+class BlockQueryMask(BB):
+    def forward(self, x, mask=None):
+        if mask is not None:
+            mask = mask & mask.transpose(-2, -1)
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
@@ -698,4 +748,4 @@ class BlkOneDrop(BB):
         return self.norm2(x + self.dropout1(self.ffn(x)))
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=49, right=10)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=53, right=10)
