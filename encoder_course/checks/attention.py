@@ -11,7 +11,17 @@ import math
 import torch
 
 from .._validate import scores_shape
-from ._compare import _check_gradients, _close, _first_match, _random_inside, _shape_hint, _where_differs
+from ._compare import (
+    _check_gradients,
+    _close,
+    _describe,
+    _described,
+    _first_match,
+    _random_inside,
+    _shape_hint,
+    _where_differs,
+    probe,
+)
 from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
 from .registry import exercise
 
@@ -181,6 +191,81 @@ def _fitted_scale(q, k, weights) -> float | None:
     return None if abs(scale - math.sqrt(q.shape[-1])) < 1e-3 * scale else scale
 
 
+@probe
+def _attention_probe(name, fn, label, q, k, v, mask, out, weights) -> str:
+    """Localise an attention mistake no listed slip explains, by what the answer responds to.
+
+    In turn: whether out is the learner's own weights @ v; whether
+    each row of the weights sums to 1; weight on keys the mask forbids; and whether the weights stay
+    put when the same vector is added to every key (each query's scores then shift by one constant,
+    which a softmax over the keys ignores).
+    """
+    w64 = weights.detach().double()
+    own = w64 @ v.double()
+    if torch.isfinite(own).all() and not _close(out, own.to(out.dtype), 2.0):
+        return ("your out is not your own weights @ v, so something happens to out besides weighting the values: "
+                f"{_describe(out, own.to(out.dtype), ('sequence',))} The output is exactly weights @ v, "
+                "nothing added or changed after it.")
+    sums = w64.sum(dim=-1)
+    if torch.isfinite(sums).all() and not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
+        return (f"the rows of your weights sum to {float(sums.min()):.4g} to {float(sums.max()):.4g}, not 1: each "
+                "query's weights over the keys are a softmax, exp(s) / exp(s).sum(dim=-1, keepdim=True), with "
+                "nothing else added to the denominator.")
+    if mask is not None:
+        forbidden = w64.masked_fill(torch.broadcast_to(mask, w64.shape), 0.0).abs()
+        if float(forbidden.max()) > 1e-6:
+            return (f"your weights give up to {float(forbidden.max()):.3g} to keys the mask forbids (mask False), "
+                    "which should get exactly 0: fill their scores with float('-inf') (a finite number such as "
+                    "-5 or -100 still leaves them weight, more as scores grow), then take the softmax.")
+    shift = _randn(_gen(7), k.shape[-1]).to(k.dtype)
+    moved = _invoke(name, label, fn, q, k + shift, v, *([] if mask is None else [mask]))
+    if isinstance(moved, (tuple, list)) and len(moved) == 2 and isinstance(moved[1], torch.Tensor) \
+            and moved[1].shape == weights.shape and not _close(moved[1], weights, 10.0):
+        return ("adding the same vector to every key changes your weights, but it should not: each query's scores "
+                "all shift by one constant, which a softmax over the keys (dim=-1) ignores. Something in your "
+                "weights depends on the scores' level, not only their differences.")
+    return ""
+
+
+@probe
+def _values_probe(name, fn, label, q, k, v, mask, weights) -> str:
+    """With the right weights, what does out do to the values? Give v = the identity (one value per key,
+    d_v = L_k): out is then the matrix the values are weighted with, to compare with the weights."""
+    eye = torch.eye(k.shape[-2], dtype=v.dtype).expand(*v.shape[:-1], k.shape[-2])
+    zero = _invoke(name, label, fn, q, k, torch.zeros_like(v), *([] if mask is None else [mask]))
+    zero = zero[0] if isinstance(zero, (tuple, list)) and zero else zero
+    if isinstance(zero, torch.Tensor) and torch.isfinite(zero).all() and float(zero.abs().max()) > 1e-6:
+        return ("with v all zeros your out should be all zeros (weights @ 0), but it is not (up to "
+                f"{float(zero.abs().max()):.4g}): something besides weights @ v is added to out.")
+    used = _invoke(name, label, fn, q, k, eye, *([] if mask is None else [mask]))
+    used = used[0] if isinstance(used, (tuple, list)) and used else used
+    if not isinstance(used, torch.Tensor) or used.shape != weights.shape:
+        return ""
+    w = weights.detach().double().reshape(-1, weights.shape[-1])
+    u = used.detach().double().reshape(-1, weights.shape[-1])
+    if _close(u, w, 2.0):
+        return ""
+    row = int((u - w).abs().amax(dim=-1).argmax())
+    shown = ", ".join(f"{float(a):.3g}" for a in u[row])
+    right = ", ".join(f"{float(a):.3g}" for a in w[row])
+    sums = u.sum(dim=-1)
+    return ("your out weights the values with a matrix other than your weights (found by giving v = the identity, "
+            f"one value per key): for one query out uses [{shown}] (summing to {float(sums[row]):.4g}), "
+            f"your weights are [{right}].")
+
+
+@probe
+def _scale_probe(q, k, weights) -> str:
+    """One wrong constant in the scale, fitted from the weights (no mask)."""
+    scale = _fitted_scale(q, k, weights)
+    if scale is None:
+        return ""
+    d_k = q.shape[-1]
+    return (f"your weights are softmax(q @ k^T / c) with c = {scale:.4g}, but c should be sqrt(d_k) = "
+            f"sqrt({d_k}) = {math.sqrt(d_k):.4g}. Look at how you compute the scale (d_k = q.shape[-1]; "
+            "math.sqrt(d_k) or d_k ** 0.5).")
+
+
 def _attention_cases():
     g = _gen(1)
     cases = []
@@ -301,14 +386,9 @@ def check_scaled_dot_product_attention(fn):
         mistake = _first_match(bad, _ATTENTION_MISTAKES, q, k, v, mask)
         if mistake:
             raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
-        scale = _fitted_scale(q, k, weights) if mask is None else None
-        if scale is not None:
-            d_k = q.shape[-1]
-            raise ExerciseError(
-                f"Your {name} is not right yet {label}: your weights are softmax(q @ k^T / c) with c = "
-                f"{scale:.4g}, but c should be sqrt(d_k) = sqrt({d_k}) = {math.sqrt(d_k):.4g}. Look at how "
-                "you compute the scale (d_k = q.shape[-1]; math.sqrt(d_k) or d_k ** 0.5)."
-            )
+        found = _scale_probe(q, k, weights) if mask is None else ""
+        if found:
+            raise ExerciseError(f"Your {name} is not right yet {label}: {found}")
         if any(torch.isnan(t).any() for t in bad.values()):
             hint = case_hint or (
                 "NaN comes from exp() overflowing or from a row where every score is -inf. "
@@ -317,26 +397,22 @@ def check_scaled_dot_product_attention(fn):
             )
             raise ExerciseError(f"Your {name} returned NaN values {label}.\nHint: {hint}")
         if "out" in bad and "weights" not in bad:
-            raise ExerciseError(
-                f"Your {name}'s weights are right but out is not {label}: "
-                f"{_where_differs(out, want_out)}.\nHint: out = weights @ v."
-            )
+            found = _values_probe(name, fn, label, q, k, v, mask, weights) or _described(
+                out, want_out, ("sequence",) * (out.dim() - 2) + ("query", "feature"))
+            raise ExerciseError(f"Your {name}'s weights are right but out is not {label}: {found}\n"
+                                "Hint: out = weights @ v.")
         if "weights" in bad and "out" not in bad:
             raise ExerciseError(
                 f"Your {name}'s out is right but the weights you return are not {label}: "
                 f"{_where_differs(weights, want_w)}.\nHint: return the weights after the softmax, the "
                 "same ones you multiply v with."
             )
-        sums = weights.sum(dim=-1)
-        extra = case_hint
-        if not extra and not torch.allclose(sums[~torch.isnan(sums)], torch.ones(()), atol=1e-3):
-            extra = "Each row of your weights should sum to 1 (a softmax over the keys, dim=-1)."
-        raise ExerciseError(
-            f"Your {name} gives different numbers from the reference {label}: "
-            f"{_where_differs(bad.get('out', out), want_out if 'out' in bad else want_w)}."
-            + (f"\nHint: {extra}" if extra else
-               "\nHint: softmax(q @ k^T / sqrt(d_k)) @ v, with masked scores set to -inf before the softmax.")
-        )
+        hint = case_hint or "softmax(q @ k^T / sqrt(d_k)) @ v, with masked scores set to -inf before the softmax."
+        found = _attention_probe(name, fn, label, q, k, v, mask, out, weights)
+        if not found:
+            axes = ("sequence",) * (out.dim() - 2) + ("query", "key")
+            found = _described(weights, want_w, axes)
+        raise ExerciseError(f"Your {name} is not right yet {label}: {found}\nHint: {hint}")
     # Gradients, on the multi-head case with a padding mask (the numbers are right by now).
     from ..attention import scaled_dot_product_attention as reference
 

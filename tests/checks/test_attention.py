@@ -265,7 +265,7 @@ def sdpa_dk2(q, k, v, mask=None):
     return w @ v, w
 
 
-@wrong("sdpa-int-sqrt", C_SDPA, "scale = math.isqrt(d_k) (integer square root: 2 for d_k=8)",
+@wrong("sdpa-probe-int-sqrt", C_SDPA, "scale = math.isqrt(d_k) (integer square root: 2 for d_k=8)",
        'with c = 2, but c should be sqrt(d_k)')
 def sdpa_isqrt(q, k, v, mask=None):
     s = q @ k.transpose(-2, -1) / math.isqrt(q.shape[-1])
@@ -461,6 +461,46 @@ def scaled_dot_product_attention(q, k, v, mask=None):
 """, torch=torch))
 
 
+# Mistakes unlike the listed slips: the probe (out against the learner's own weights, the rows' sums,
+# weight on forbidden keys, every key shifted by one vector) must name them.
+@wrong("sdpa-probe-softmax-plus-one", C_SDPA, "exp(s) / (1 + sum exp(s)): an extra 1 in the denominator",
+       "the rows of your weights sum to")
+def sdpa_plus_one(q, k, v, mask=None):
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf"))
+    e = s.exp()
+    w = e / (1 + e.sum(dim=-1, keepdim=True))
+    return w @ v, w
+
+
+@wrong("sdpa-probe-mean-added", C_SDPA, "out = weights @ v + v.mean(-2), the values' mean added",
+       "your out weights the values with a matrix other")
+def sdpa_mean_added(q, k, v, mask=None):
+    out, w = _sdpa(q, k, v, mask)
+    return out + v.mean(dim=-2, keepdim=True), w
+
+
+@wrong("sdpa-probe-fill-minus-five", C_SDPA, "masked scores filled with -5", "to keys the mask forbids")
+def sdpa_minus_five(q, k, v, mask=None):
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        s = s.masked_fill(~mask, -5.0)
+    w = s.softmax(dim=-1)
+    return w @ v, w
+
+
+@wrong("sdpa-probe-scores-over-max", C_SDPA, "scores divided by their row maximum before the softmax",
+       "adding the same vector to every key changes your weights")
+def sdpa_over_max(q, k, v, mask=None):
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    s = s / s.abs().amax(dim=-1, keepdim=True)
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf"))
+    w = s.softmax(dim=-1)
+    return w @ v, w
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
@@ -643,4 +683,4 @@ def sdpa_hf(q, k, v, mask=None):
     return torch.matmul(w, v), w
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=58, right=19)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=62, right=19)
