@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from ._compare import _close, _first_match, _where_differs, probe
+from ._compare import _close, _described, _elementwise_bad, _first_match, _spans, probe
 from ._run import ExerciseError, _checker, _expect_tensor, _invoke, _shape
 from .registry import exercise
 
@@ -117,6 +117,46 @@ def _wrong_frequency(got: torch.Tensor, want: torch.Tensor, d_model: int) -> str
             "that the positions are 0, 1, 2, ... as they are.")
 
 
+@probe
+def _rows_and_columns(got: torch.Tensor, seq_len: int, d_model: int) -> str:
+    """Which position each row of ``got`` holds, and which columns have their sign flipped.
+
+    Every row is looked up among the table's rows for positions -seq_len-4 ... 3 * seq_len + 4: a table
+    whose rows are right rows in the wrong places says how the positions were counted.
+    """
+    first = -seq_len - 4
+    table = _positions(4 * seq_len + 9, d_model, start=first).double()
+    g = got.detach().double()
+    held = []
+    for row in g:
+        found = ((table - row).abs().amax(dim=1) < 1e-4).nonzero()
+        if not len(found):
+            held = None
+            break
+        held.append(int(found[0]) + first)
+    if held is not None and held != list(range(seq_len)):
+        shown = ", ".join(map(str, held[:6])) + (", ..." if seq_len > 6 else "")
+        steps = {b - a for a, b in zip(held, held[1:])}
+        if steps == {1}:
+            how = f"positions start at {held[0]}, but they count from 0"
+        elif steps == {-1}:
+            how = "positions count down, but row p is position p (0, 1, 2, ...)"
+        elif len(steps) == 1:
+            how = f"positions go in steps of {steps.pop()}, but row p is position p (0, 1, 2, ...)"
+        else:
+            how = "row p should hold position p (0, 1, 2, ...)"
+        return (f"each row of yours is a right row of the table, but for another position: your rows hold positions "
+                f"{shown}. So the formula is right and the positions are not: {how}.")
+    want = _positions(seq_len, d_model).double()
+    wrong = [j for j in range(d_model) if _elementwise_bad(g[:, j], want[:, j], 5.0).any()]
+    flipped = [j for j in wrong if not _elementwise_bad(g[:, j], -want[:, j], 5.0).any()]
+    if flipped and flipped == wrong:
+        return (f"column{'s' if len(flipped) > 1 else ''} {_spans(flipped)} of yours hold "
+                "the right values with the sign flipped (-sin or -cos); every other column is right: column 2i is "
+                "+sin and column 2i+1 is +cos of pos / 10000^(2i/d_model).")
+    return ""
+
+
 @_checker("sinusoidal_positions")
 def check_sinusoidal_positions(fn):
     """Check ``sinusoidal_positions(seq_len, d_model) -> Tensor[seq_len, d_model]`` (float32)."""
@@ -159,11 +199,9 @@ def check_sinusoidal_positions(fn):
                 mistake = _first_match({"pe": got}, _POSITION_MISTAKES, seq_len, d_model, factor=100.0)
             if mistake:
                 raise ExerciseError(f"Your {name} is not right yet {what}: {mistake}")
-            frequency = _wrong_frequency(got, want, d_model)
-            if frequency:
-                raise ExerciseError(f"Your {name} is not right yet {what}: {frequency}")
+            found = _rows_and_columns(got, seq_len, d_model) or _wrong_frequency(got, want, d_model) or _described(
+                got, want, ("position", "column"), factor=5.0)
             raise ExerciseError(
-                f"Your {name} gives different values from the formula {what}; "
-                f"{_where_differs(got, want)}.\nHint: PE[pos, 2i] = sin(pos / 10000^(2i/d_model)) and "
-                "PE[pos, 2i+1] = cos(pos / 10000^(2i/d_model)), positions from 0."
+                f"Your {name} is not right yet {what}: {found}\nHint: PE[pos, 2i] = sin(pos / 10000^(2i/d_model)) "
+                "and PE[pos, 2i+1] = cos(pos / 10000^(2i/d_model)), positions from 0."
             )

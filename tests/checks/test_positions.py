@@ -260,6 +260,18 @@ def pe_half_prec(L, d):
     return _fill(L, d, _freq(d)).half()
 
 
+# Mistakes unlike the listed slips: the probe (each row looked up among the table's positions, each
+# column against its sign, the columns' order) must name them.
+wrong("pe-probe-count-down", C_PE, "positions L-1, ..., 1, 0: the table upside down", "positions count down")(
+    lambda L, d: pe_right(L, d).flip(0))
+wrong("pe-probe-start-at-two", C_PE, "positions from 2 (two special tokens skipped)", "positions start at 2")(
+    lambda L, d: pe_right(L + 2, d)[2:])
+wrong("pe-probe-minus-cos", C_PE, "the odd columns hold -cos", "the right values with the sign flipped")(
+    lambda L, d: pe_right(L, d) * torch.tensor([1.0, -1.0]).repeat(d // 2))
+wrong("pe-probe-columns-reversed", C_PE, "the columns in reverse order (pe.flip(1))", "columns in the wrong order")(
+    lambda L, d: pe_right(L, d).flip(1))
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
@@ -366,4 +378,4 @@ def pe_where(L, d):
     return torch.where(cols % 2 == 0, torch.sin(ang), torch.cos(ang))
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=30, right=13)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=34, right=13)
