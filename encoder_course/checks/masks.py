@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from ._compare import _spans, probe
 from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _invoke, _shape, _snapshot
 from .registry import exercise
 
@@ -25,12 +26,12 @@ def _check_mask_like(name, got, want, label, layout,
     return got
 
 
-def _padding_mistake(got: torch.Tensor, ids: torch.Tensor, pad_id: int) -> str:
-    """Name the rule a wrong (B, L) padding mask follows, if it is a usual one ("" if none fits)."""
+def _padding_rules(ids: torch.Tensor, pad_id: int) -> list:
+    """The usual wrong rules for a padding mask, each with its explanation."""
     length = ids.shape[1]
     real = ids != pad_id
     positions = torch.arange(length)
-    rules = [
+    return [
         (ids > pad_id, "it keeps the ids greater than pad_id (token_ids > pad_id), which works only while "
                        "pad_id is the smallest id; here a real token has a smaller id. Compare for "
                        "inequality: token_ids != pad_id."),
@@ -46,10 +47,62 @@ def _padding_mistake(got: torch.Tensor, ids: torch.Tensor, pad_id: int) -> str:
         ((positions != pad_id)[None, :].expand(ids.shape[0], length),
          "it compares the positions (torch.arange(L)) with pad_id, not the token ids: token_ids != pad_id."),
     ]
-    for rule, message in rules:
-        if torch.equal(got, rule):
+
+
+def _padding_mistake(got: torch.Tensor, ids: torch.Tensor, pad_id: int, again=None, unused=None) -> str:
+    """Name the rule a wrong (B, L) padding mask follows, if it is a usual one ("" if none fits).
+
+    ``again`` is the learner's mask for the same ids with ``unused``, a pad_id that appears nowhere: a
+    rule is named only when it gives that one too (a rule can fit one input by chance).
+    """
+    there = _padding_rules(ids, unused) if again is not None else None
+    for index, (rule, message) in enumerate(_padding_rules(ids, pad_id)):
+        if torch.equal(got, rule) and (there is None or torch.equal(again, there[index][0])):
             return message
     return ""
+
+
+@probe
+def _padding_probe(name, fn, label, got: torch.Tensor, ids: torch.Tensor, pad_id: int, fresh, unused: int) -> str:
+    """What a wrong (B, L) padding mask responds to: the ids themselves, or the positions, or neither.
+
+    A mask that depends on each id alone marks every occurrence of an id alike: then the ids it
+    drops are named. A pad_id that appears nowhere (``unused``; the learner's mask for it is ``fresh``)
+    must give a mask of all True.
+    """
+    want = ids != pad_id
+    by_id = {}
+    for token, keep in zip(ids.reshape(-1).tolist(), got.reshape(-1).tolist()):
+        by_id.setdefault(token, set()).add(keep)
+    if isinstance(fresh, torch.Tensor) and fresh.dtype == torch.bool and fresh.numel() == ids.numel() \
+            and not fresh.all():
+        dropped = sorted({t for t, k in zip(ids.reshape(-1).tolist(), fresh.reshape(-1).tolist()) if not k})
+        return (f"with pad_id={unused}, an id that appears nowhere, every token is real and the mask should be all "
+                f"True, but yours marks the ids {dropped} as padding: the mask must come from comparing each id "
+                "with the pad_id argument alone, token_ids != pad_id.")
+    order = torch.arange(ids.shape[0] - 1, -1, -1)
+    turned = _invoke(name, f"{label}, with the sequences in reverse order", fn, ids[order], pad_id)
+    if ids.shape[0] > 1 and isinstance(turned, torch.Tensor) and turned.numel() == ids.numel() \
+            and not torch.equal(turned.reshape(ids.shape).bool(), got[order]):
+        return ("with the sequences in reverse order your mask's rows should simply swap places too, but they do "
+                "not: each sequence's row must come from its own ids alone (token_ids != pad_id, row by row), "
+                "not from another sequence or from the batch as a whole.")
+    if all(len(v) == 1 for v in by_id.values()):
+        dropped = sorted(t for t, v in by_id.items() if v == {False})
+        return (f"your mask follows the ids, as it should, but marks the ids {dropped} as padding, and only "
+                f"{pad_id} is: token_ids != pad_id.")
+    real_dropped = [(b, j) for b, j in (want & ~got).nonzero().tolist()]
+    pads_kept = [(b, j) for b, j in (~want & got).nonzero().tolist()]
+    parts = []
+    if real_dropped:
+        b, j = real_dropped[0]
+        parts.append(f"{len(real_dropped)} real token(s) marked as padding (the first: sequence {b}, position {j}, "
+                     f"id {int(ids[b, j])})")
+    if pads_kept:
+        b, j = pads_kept[0]
+        parts.append(f"{len(pads_kept)} pad(s) marked as real (the first: sequence {b}, position {j})")
+    return ("the same id gets True in one place and False in another, so your mask depends on more than the id: "
+            + " and ".join(parts) + ". Compare each id with pad_id, token_ids != pad_id, wherever it sits.")
 
 
 @_checker("padding_mask")
@@ -102,13 +155,42 @@ def check_padding_mask(fn):
                 f"Your {name} compares with 0 instead of pad_id {label}. Use the pad_id argument: "
                 "token_ids != pad_id."
             )
-        named = _padding_mistake(got[:, 0, 0, :], ids, pad_id)
+        # A rule that fits by chance here must also fit with a pad_id that appears nowhere.
+        unused = int(ids.max()) + 7
+        again = _invoke(name, f"for the same token ids with pad_id={unused} (an id that appears nowhere)",
+                        fn, ids, unused)
+        named = ""
+        if isinstance(again, torch.Tensor) and again.numel() == ids.numel():
+            named = _padding_mistake(got[:, 0, 0, :], ids, pad_id, again.reshape(ids.shape).bool(), unused)
         if named:
             raise ExerciseError(f"Your {name} is not right yet {label}: {named}")
+        found = _padding_probe(name, fn, label, got[:, 0, 0, :], ids, pad_id, again, unused)
         raise ExerciseError(
-            f"Your {name} gives a different mask {label}: you return {got[:, 0, 0, :].int().tolist()}, "
-            f"the right mask is {want[:, 0, 0, :].int().tolist()} (1 = True = real token)."
+            f"Your {name} is not right yet {label}: {found}\nYou return {got[:, 0, 0, :].int().tolist()}, the right "
+            f"mask is {want[:, 0, 0, :].int().tolist()} (1 = True = real token)."
         )
+
+
+@probe
+def _causal_probe(got: torch.Tensor) -> str:
+    """Which keys each query of a wrong causal mask may attend to, against 0..i."""
+    rows = []
+    for i, row in enumerate(got.tolist()):
+        allowed = [j for j, keep in enumerate(row) if keep]
+        if allowed != list(range(i + 1)):
+            rows.append((i, allowed))
+    i, allowed = rows[0]
+    seen = f"keys {_spans(allowed)}" if allowed else "no key at all"
+    future = [j for j in allowed if j > i]
+    missing = [j for j in range(i + 1) if j not in allowed]
+    why = []
+    if future:
+        why.append(f"{_spans(future)} {'is' if len(future) == 1 else 'are'} in its future")
+    if missing:
+        why.append(f"{_spans(missing)} {'is' if len(missing) == 1 else 'are'} its past or itself and must be allowed")
+    should = f"keys 0-{i}" if i else "key 0 alone (itself)"
+    return (f"{len(rows)} of {got.shape[0]} rows are wrong; the first, query {i}, may attend to {seen}, but it should "
+            f"be {should}: " + "; ".join(why) + ".")
 
 
 @_checker("causal_mask")
@@ -148,6 +230,7 @@ def check_causal_mask(fn):
             message = (f"torch.triu(..., diagonal={d}) keeps the upper triangle, the future keys. A causal mask "
                        "is the lower triangle: torch.tril(torch.ones(L, L, dtype=torch.bool)).")
         else:
-            message = (f"you return {got.int().tolist()}, the right mask is {want.int().tolist()} "
-                       "(1 = True = may attend; row = query, column = key).")
+            message = _causal_probe(got) + (
+                f"\nYou return {got.int().tolist()}, the right mask is {want.int().tolist()} (1 = True = may "
+                "attend; row = query, column = key).")
         raise ExerciseError(f"Your {name} is not right yet {label}: {message}")

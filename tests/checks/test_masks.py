@@ -174,6 +174,22 @@ def cm_eye(L):
     return torch.eye(L).bool()
 
 
+# Mistakes unlike the listed slips: the probe (a pad_id that appears nowhere, each id's marks, each
+# query's keys) must name them.
+wrong("pm-probe-at-most-pad", C_PM, "token_ids > pad_id + 1: the smallest real ids dropped too",
+      "marks the ids")(lambda ids, pad_id: (ids > pad_id + 1)[:, None, None, :])
+wrong("pm-probe-last-row-for-all", C_PM, "every sequence given the last sequence's padding",
+      "your mask's rows should simply swap places too")(
+    lambda ids, pad_id: (ids[-1:] != pad_id).expand_as(ids)[:, None, None, :])
+wrong("pm-probe-pad-zero-literal", C_PM, "ids != 0 and ids != pad_id: 0 dropped as if always padding",
+      "yours marks the ids [0] as padding")(lambda ids, pad_id: ((ids != pad_id) & (ids != 0))[:, None, None, :])
+wrong("cm-probe-window", C_CM, "a local window |i - j| <= 1 instead of the whole past",
+      "may attend to keys 0-1, but it should be key 0 alone")(
+    lambda L: (torch.arange(L)[:, None] - torch.arange(L)[None, :]).abs() <= 1)
+wrong("cm-probe-anti-triangle", C_CM, "the lower triangle flipped left to right", "is in its future")(
+    lambda L: torch.ones(L, L, dtype=torch.bool).tril().flip(1))
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
@@ -264,4 +280,4 @@ def cm_lists(L):
     return torch.tensor([[j <= i for j in range(L)] for i in range(L)])
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=31, right=14)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=36, right=14)
