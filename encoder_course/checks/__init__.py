@@ -22,12 +22,20 @@ every parameter (norms included) set to random values that are copied into the p
 module. Where the result differs from the reference, the checker computes the usual mistakes
 (softmax over the wrong axis, missing scaling, inverted mask, heads split without the transpose,
 unbiased variance, ...) on the same inputs and names the one the learner's result matches. Where no
-listed slip explains it, the checkers of notebooks 08-11 probe the answer, varying one thing at a time
-(a config field for ``parameter_count``; one block, blocks of one key and small scores for the online
-softmax; the padding moved or changed and the inputs scaled for ``mean_pool``; the loss's gradient and
-extra padding for ``masked_token_loss``; which layers and parts go wrong for ``rename_key``) and name
-what the answer responds to wrongly, with the measured difference. A NaN or infinite gradient, also
-through fully masked rows and all-padding sequences, is a named mistake everywhere gradients are checked.
+listed slip explains it, every checker probes the answer as a teaching assistant would, varying one
+thing at a time, and names what the answer responds to wrongly, with the measured difference:
+each row of a position table looked up among the positions; a pad_id that appears nowhere and the
+sequences reversed (masks); out against the learner's own weights, v set to zeros and to the identity,
+every key shifted by one vector (attention); one parameter of a module set at a time (a bias to
+zero, a layer to the identity, the queries to zero, a sublayer switched off), one head against several,
+gamma doubled, x shifted or scaled, the activation shown alone; a config field (``parameter_count``);
+one block, blocks of one key and small scores (online softmax); the padding moved or changed
+(``mean_pool``, ``masked_token_loss``); which layers and parts go wrong (``rename_key``). When no probe
+finds a cause, the message still localises the difference (entries in the wrong order, one factor or
+one offset for every value, which sequences, positions or features differ); it never says only that
+the numbers differ. A NaN or infinite gradient, also through fully masked rows and all-padding
+sequences, is a named mistake everywhere gradients are checked. The tests count who named each
+catalogued mistake (``_compare.probe`` records every probe's diagnosis).
 
 Design decisions (documented for teachers and maintainers):
 

@@ -19,7 +19,6 @@ from ._compare import (
     _first_match,
     _random_inside,
     _shape_hint,
-    _where_differs,
     probe,
 )
 from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
@@ -404,7 +403,8 @@ def check_scaled_dot_product_attention(fn):
         if "weights" in bad and "out" not in bad:
             raise ExerciseError(
                 f"Your {name}'s out is right but the weights you return are not {label}: "
-                f"{_where_differs(weights, want_w)}.\nHint: return the weights after the softmax, the "
+                f"{_described(weights, want_w, ('sequence',) * (out.dim() - 2) + ('query', 'key'))}\nHint: return "
+                "the weights after the softmax, the "
                 "same ones you multiply v with."
             )
         hint = case_hint or "softmax(q @ k^T / sqrt(d_k)) @ v, with masked scores set to -inf before the softmax."

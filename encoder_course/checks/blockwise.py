@@ -39,7 +39,15 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .._validate import scores_shape
-from ._compare import _check_gradients, _close, _first_match, _random_inside, _shape_hint, _where_differs, probe
+from ._compare import (
+    _check_gradients,
+    _close,
+    _described,
+    _first_match,
+    _random_inside,
+    _shape_hint,
+    probe,
+)
 from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
 from .registry import exercise
 
@@ -394,7 +402,8 @@ def check_online_softmax_attention(fn):
                 "only masked keys (exp(-inf - -inf) is NaN), and give rows with no key zeros instead of 0 / 0."
             )
         raise ExerciseError(
-            f"Your {name} does not match full softmax attention {label}: {_where_differs(got, want)}.\nHint: per "
+            f"Your {name} does not match full softmax attention {label}: "
+            f"{_described(got, want, ('sequence',) * (got.dim() - 2) + ('query', 'feature'))}\nHint: per "
             "block: scores = q @ k_block^T / sqrt(d_k) (masked with -inf); m_new = max(m, scores.max(-1)); "
             "rescale = exp(m - m_new); s = s * rescale + exp(scores - m_new).sum(-1); acc = acc * rescale + "
             "exp(scores - m_new) @ v_block; m = m_new. At the end, out = acc / s."

@@ -13,7 +13,7 @@ import re
 
 import torch
 
-from ._compare import _check_gradients, _close, _first_match, _shape_hint, _where_differs, probe
+from ._compare import _check_gradients, _close, _described, _first_match, _shape_hint, probe
 from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
 from .registry import exercise
 
@@ -195,7 +195,8 @@ def check_mean_pool(fn):
         if mistake:
             raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
         raise ExerciseError(
-            f"Your {name} does not give the mean of the real tokens {label}: {_where_differs(got, want)}.\nHint: "
+            f"Your {name} does not give the mean of the real tokens {label}: "
+            f"{_described(got, want, ('sequence', 'feature'))}\nHint: "
             "sum hidden * mask[..., None] over dim=1 and divide by mask.sum(dim=1, keepdim=True)."
         )
     for label, hidden, mask in (cases[1], cases[-1]):  # the last: a sequence with no real token (NaN is named)
