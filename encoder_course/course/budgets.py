@@ -30,6 +30,7 @@ MEMORY_LIMIT = 2 * 1024**3  # Binder's limit
 CEILING_FACTOR = 10.0
 CEILING_MIN_S = 120.0
 HANG_FACTOR = 3.0  # wall time: the processor-time ceiling times this, for a busy machine
+CHECK_BUDGET_S = 2.0  # one exercise check, right or wrong answer, on a 2-core machine (tests/checks/times.py)
 FILE_NAME = "budgets.json"
 README_BEGIN = "<!-- budgets:begin -->"
 README_END = "<!-- budgets:end -->"

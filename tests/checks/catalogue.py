@@ -14,6 +14,7 @@ import math
 import pathlib
 import re
 import sys
+import time
 
 import pytest
 import torch
@@ -24,6 +25,11 @@ from torch import nn
 import encoder_course as ec
 from encoder_course import checks
 from encoder_course.checks import ExerciseError
+from encoder_course.course import budgets
+
+#: Processor seconds one check may take in the tests: only a gross regression reaches it (the budget,
+#: CHECK_BUDGET_S on a 2-core machine, is measured by ``python tests/checks/times.py``).
+CHECK_CEILING_S = budgets.CHECK_BUDGET_S * budgets.HANG_FACTOR
 
 #: What each checker prints when the answer is right (the line the self-check and the grader look for).
 PASS_LINES = {
@@ -171,8 +177,11 @@ def assert_named(checker, candidate, words, capsys, probed=None):
     hint or a direct check.
     """
     assert not generic_phrase(words), (words, generic_phrase(words))
+    start = time.process_time()
     with recording_labels() as labels, recording_probes() as probes, pytest.raises(ExerciseError) as info:
         checker(candidate)
+    spent = time.process_time() - start
+    assert spent < CHECK_CEILING_S, f"the check took {spent:.1f} s of processor time"
     message = str(info.value)
     if probed is not None:
         from_probe = any(words in p for p in probes)
@@ -194,7 +203,10 @@ def assert_named(checker, candidate, words, capsys, probed=None):
 
 def assert_passes(checker, candidate, capsys):
     """The right answer passes: the checker returns None and prints its one pass line, nothing else."""
+    start = time.process_time()
     assert checker(candidate) is None
+    spent = time.process_time() - start
+    assert spent < CHECK_CEILING_S, f"the check took {spent:.1f} s of processor time"
     assert capsys.readouterr().out == PASS_LINES[checker] + "\n"
 
 
