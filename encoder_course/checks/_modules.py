@@ -74,7 +74,7 @@ def _sub(name: str, module, path: str, shape=None):
 
 
 def _randomise(name: str, module: torch.nn.Module, paths, seed: int) -> None:
-    """Give the contract's parameters random values (norm gains around 1, biases around 0).
+    """Give the contract's parameters random values (norm gains around 1 and -1, biases around 0).
 
     Only ``paths`` change: a learner's own extra parameters (a frozen scale, say) keep their values.
     """
@@ -83,8 +83,9 @@ def _randomise(name: str, module: torch.nn.Module, paths, seed: int) -> None:
         p = _sub(name, module, path)
         if path.endswith("bias"):
             value = _randn(g, *p.shape, scale=0.3)
-        elif p.dim() == 1:  # a norm's gain
+        elif p.dim() == 1:  # a norm's gain, some of it negative (an abs() or a clamp of gamma shows)
             value = 1.0 + _randn(g, *p.shape, scale=0.3)
+            value[1::4] *= -1
         else:
             value = _randn(g, *p.shape, scale=1.0 / math.sqrt(p.shape[-1]))
         p.data.copy_(value.to(p.dtype))

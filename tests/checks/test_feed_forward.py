@@ -230,6 +230,12 @@ class FFHalf(FB):
         return self.w2(2 * self.act(self.w1(x) / 2))
 
 
+@wrong("ff-probe-clamped", C_FF, "the activation clamped at 2 'for stability'", "f(3) = 2 (not 2.996)")
+class FFClamped(FB):
+    def forward(self, x):
+        return self.w2(self.act(self.w1(x)).clamp(max=2.0))
+
+
 @wrong("ff-probe-w1-bias-subtracted", C_FF, "x @ W1^T - b1: w1's bias subtracted", "how w1's bias is used")
 class FFMinusB1(FB):
     def forward(self, x):
@@ -327,4 +333,4 @@ class FFDict(FB):
         return torch.einsum("...f,df->...d", h, self.w2.weight) + self.w2.bias
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=29, right=10)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=30, right=10)

@@ -261,6 +261,14 @@ class LNMinusBias(LB):
         return self.weight * (x - m) / torch.sqrt(v + self.eps) - self.bias
 
 
+@wrong("ln-probe-abs-gamma", C_LN, "self.weight.abs() * x_hat: gamma's sign dropped",
+       "the mistake is in how gamma is used")
+class LNAbsGamma(LB):
+    def forward(self, x):
+        m, v = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False)
+        return self.weight.abs() * (x - m) / torch.sqrt(v + self.eps) + self.bias
+
+
 @wrong("ln-probe-mean-of-first-half", C_LN, "the mean taken over the first half of the features only",
        "the mean of each token (dim=-1) is not")
 class LNHalfMean(LB):
@@ -395,4 +403,4 @@ class LNResc(LB):
         return self.weight * (x - x.mean(-1, keepdim=True)) / torch.sqrt(v + self.eps) + self.bias
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=35, right=15)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=36, right=15)

@@ -18,7 +18,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from checks.catalogue import catalogues  # noqa: E402
-
 from encoder_course.checks import ExerciseError  # noqa: E402
 from encoder_course.course import budgets  # noqa: E402
 
