@@ -167,3 +167,78 @@ def test_a_fifo_does_not_block_discovery(tmp_path):
     entries, _ = G.discover([tmp_path])
     assert entries[0].status == "not a regular file"
     assert stat.S_ISFIFO(os.lstat(tmp_path / "pipe.ipynb").st_mode)
+
+
+def test_a_file_swapped_for_a_fifo_after_the_listing_is_refused_not_waited_on(tmp_path):
+    """The one read opens without blocking and checks the open file itself, not the listing's view."""
+    os.mkfifo(tmp_path / "swapped.ipynb")
+    with pytest.raises(G.NotRegular):
+        G.read_bytes(tmp_path / "swapped.ipynb")  # would wait for a writer forever if opened plainly
+    entry = G._read(G.Entry(tmp_path / "swapped.ipynb", "swapped.ipynb", "swapped"), tmp_path / "swapped.ipynb")
+    assert entry.status == "not a regular file"
+
+
+def test_no_file_stops_the_run_and_every_one_gets_a_row(tmp_path, capsys):
+    """Deep nesting (past the parser's recursion limit, and just under it), a name that is not UTF-8,
+    bidirectional controls in a name, a FIFO: each gets a row with its reason, the CSV stays UTF-8,
+    and --resume works after it."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / "deep.ipynb").write_text('{"cells": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    (folder / "deep_but_parsable.ipynb").write_text('{"cells": [' + "[" * 500 + "]" * 500 + "]}", encoding="utf-8")
+    os.mkfifo(folder / "pipe.ipynb")
+    with open(os.path.join(os.fsencode(folder), b"Jos\xe9.ipynb"), "wb") as handle:
+        handle.write(json.dumps(learner()).encode())
+    (folder / "a\u202egnp.ipynb").write_text(json.dumps({"cells": []}), encoding="utf-8")
+    csv_path = tmp_path / "g.csv"
+    assert main(["grade", str(folder), "--csv", str(csv_path), "--master", str(MASTERS)]) == 0
+    rows = {row["file"]: row for row in G.read_csv(csv_path)}
+    assert rows["deep.ipynb"]["status"] == "broken JSON" and "nested more than" in rows["deep.ipynb"]["notes"]
+    assert rows["deep_but_parsable.ipynb"]["status"] == "broken JSON"
+    assert rows["pipe.ipynb"]["status"] == "not a regular file"
+    assert "Jos\\xe9.ipynb" in rows  # the byte that is not UTF-8, shown escaped
+    assert "a\\u202egnp.ipynb" in rows  # the right-to-left override, shown escaped
+    csv_path.read_bytes().decode("utf-8")  # the whole CSV is valid UTF-8
+    out = capsys.readouterr().out
+    assert "\u202e" not in out
+    assert main(["grade", str(folder), "--csv", str(csv_path), "--master", str(MASTERS), "--resume"]) == 0
+    assert "0 file(s) to grade, 5 already in the CSV" in capsys.readouterr().out
+
+
+def test_a_malformed_verdict_line_is_counted_never_raised():
+    """A token that is not ASCII, a line nested past the parser's limit, a lone surrogate in a message."""
+    token = "abc"
+    odd_token = json.dumps({"token": "ab\u00e9", "status": "passed", "message": "", "notes": ""}).encode()
+    deep = b"[" * 100_000 + b"]" * 100_000
+    assert runner._parse_verdicts(odd_token + b"\n" + deep + b"\n", token) == (None, 2)
+    lone = json.dumps({"token": token, "status": "failed", "message": "bad \ud800 text", "notes": ""}).encode()
+    found, invalid = runner._parse_verdicts(lone + b"\n", token)
+    assert invalid == 0 and runner._text(found["message"]) == "bad \\ud800 text"
+    runner._text(found["message"]).encode("utf-8")  # writable
+
+
+@pytest.mark.parametrize("raw, shown", [("Jos\udce9", "Jos\\xe9"), ("x\ud800y", "x\\ud800y"), ("a\u202eb", "a\\u202eb"),
+                                        ("zero\u200bwidth", "zero\\u200bwidth"), ("caf\u00e9", "caf\u00e9")])
+def test_names_and_messages_are_escaped_to_writable_visible_text(raw, shown):
+    assert G.escape(raw) == shown
+    G.escape(raw).encode("utf-8")
+
+
+def test_an_nbgrader_course_is_graded_from_its_submitted_tree(tmp_path):
+    """Given an nbgrader course root, only submitted/<student>/<assignment>/ is graded, each student named
+    by their folder, nbgrader's timestamp files skipped; the teacher's source and graded copies are not."""
+    course = tmp_path / "course"
+    write(course, "nbgrader_config.py", "c = get_config()\n")
+    write(course, "source/03_masks/03_masks.ipynb", json.dumps(learner()))
+    write(course, "autograded/alice/03_masks/03_masks.ipynb", json.dumps(learner()))
+    for student in ("alice", "bob"):
+        write(course, f"submitted/{student}/03_masks/03_masks.ipynb", json.dumps(learner()))
+        write(course, f"submitted/{student}/03_masks/timestamp.txt", "2026-12-01 10:00:00\n")
+    entries, roots = G.discover([course])
+    assert sorted((e.student, e.rel) for e in entries) == [("alice", "alice/03_masks/03_masks.ipynb"),
+                                                           ("bob", "bob/03_masks/03_masks.ipynb")]
+    assert roots == [os.path.realpath(course / "submitted")]
+    plain = tmp_path / "plain"  # a folder that merely has a "submitted" subfolder is graded whole
+    write(plain, "submitted/x.ipynb", json.dumps(learner()))
+    write(plain, "y.ipynb", json.dumps(learner()))
+    assert len(G.discover([plain])[0]) == 2

@@ -11,10 +11,14 @@
   ``verdict(key, candidate)``. The verdict comes back on a pipe with a random token; anything else
   (a process that prints a pass line, exits early, or changes the course's or torch's functions)
   earns nothing.
-* **Every file gets a row**: notebooks under any extension, empty and broken files, non-notebooks,
-  folders named ``*.ipynb``, symlinks (reported, never followed out of the folder, never merged into
-  their target's row), files that cannot be read. The files are read once, before any learner code
-  runs; a file changed later is graded as it was read.
+* **Every file gets a row**: notebooks under any extension, empty and broken files, JSON nested too
+  deeply, non-notebooks, folders named ``*.ipynb``, FIFOs and devices (never opened in a way that
+  could wait), symlinks (reported, never followed out of the folder, never merged into their target's
+  row), files that cannot be read. Names that are not UTF-8 and hidden or reordering characters are
+  shown escaped. Each file is opened and read once, before any learner code runs; a file changed
+  later is graded as it was read (and the row says so).
+* **An nbgrader course** (a folder with ``nbgrader_config.py`` or ``gradebook.db``): only its
+  ``submitted/<student>/<assignment>/`` tree is graded, without nbgrader's ``timestamp.txt`` files.
 * **Rows are written as they finish** (the whole CSV rewritten atomically after each submission), so
   an interrupted run keeps what it graded; ``--resume`` skips the files already in the CSV. SIGINT
   and SIGTERM stop the run after killing the current verdict process.
@@ -27,7 +31,6 @@
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import os
@@ -42,6 +45,10 @@ from pathlib import Path
 from . import masters as M
 
 MAX_BYTES = 50 * 1024 * 1024
+MAX_DEPTH = 64  # a notebook nests about 6 deep; deeper JSON is refused before anything walks it
+#: Characters that reorder or hide text on screen (bidirectional controls, zero-width marks): escaped.
+HIDDEN = set("\u061c\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+             "\u2028\u2029\ufeff")
 STATUSES = ("passed", "failed", "not attempted", "error", "timed out", "missing")
 FIXED = ["student", "notebook"]
 TRAILING = ["total", "max", "status", "file", "notes"]
@@ -78,7 +85,8 @@ class Entry:
     status: str = "graded"
     notes: list = field(default_factory=list)
     nb: dict | None = None
-    digest: str = ""
+    raw: bytes | None = None  # the bytes read at listing time, the only time the file is opened
+    stamp: tuple = ()  # (inode, size, mtime) when it was read: a change afterwards is noted
 
 
 # ----------------------------------------------------------------------------------------------
@@ -86,17 +94,24 @@ class Entry:
 
 
 def escape(text) -> str:
-    """Control characters (newlines, tabs, escape sequences) shown as ``\\n``, ``\\t``, ``\\x1b``."""
+    """Text safe to print and to write as UTF-8: control characters shown as ``\\n``, ``\\t``, ``\\x1b``;
+    bidirectional and zero-width marks as ``\\u202e``; a byte of a file name that is not UTF-8 (Python
+    holds it as a lone surrogate) as ``\\xe9``, and any other lone surrogate as ``\\ud800``."""
     out = []
     for ch in str(text):
+        code = ord(ch)
         if ch == "\n":
             out.append("\\n")
         elif ch == "\r":
             out.append("\\r")
         elif ch == "\t":
             out.append("\\t")
-        elif ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0 or ch in "\u2028\u2029\u202e\u202d":
-            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}")
+        elif code < 32 or 0x7F <= code < 0xA0:
+            out.append(f"\\x{code:02x}")
+        elif 0xDC80 <= code <= 0xDCFF:  # surrogateescape: one undecodable byte of a name
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif 0xD800 <= code <= 0xDFFF or ch in HIDDEN:
+            out.append(f"\\u{code:04x}")
         else:
             out.append(ch)
     return "".join(out)
@@ -118,9 +133,23 @@ def number(value) -> str:
 # Finding and reading the files
 
 
+NBGRADER_MARKS = ("nbgrader_config.py", "gradebook.db")  # what marks the root of an nbgrader course
+NBGRADER_BOOKKEEPING = {"timestamp.txt"}  # nbgrader's own files in submitted/<student>/<assignment>/
+
+
 def _student_of(rel: str) -> str:
     parts = Path(rel).parts
     return parts[0] if len(parts) > 1 else Path(rel).stem
+
+
+def _nbgrader_submitted(root: str) -> str | None:
+    """The ``submitted`` folder of an nbgrader course root (``submitted/<student>/<assignment>/*.ipynb``),
+    or None when ``root`` is not one. Only that folder is graded: nbgrader's own ``source``, ``release``,
+    ``autograded`` and ``feedback`` folders hold the teacher's and the graded copies."""
+    submitted = os.path.join(root, "submitted")
+    if os.path.isdir(submitted) and any(os.path.exists(os.path.join(root, m)) for m in NBGRADER_MARKS):
+        return submitted
+    return None
 
 
 def _inside(path: str, roots: list[str]) -> str | None:
@@ -134,6 +163,7 @@ def discover(paths, exclude=()) -> tuple[list[Entry], list[str]]:
     """Every file under ``paths`` as an :class:`Entry` (nothing dropped), and the folders graded."""
     exclude = {os.path.realpath(e) for e in exclude if e}
     roots, listed = [], []
+    paths = [_nbgrader_submitted(os.path.realpath(raw)) or raw if Path(raw).is_dir() else raw for raw in paths]
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
@@ -142,6 +172,7 @@ def discover(paths, exclude=()) -> tuple[list[Entry], list[str]]:
         p = Path(raw)
         if p.is_dir():
             root = os.path.realpath(p)
+            nbgrader = os.path.basename(root) == "submitted"
             for folder, dirs, files in os.walk(root, followlinks=False):
                 dirs.sort()
                 kept = []
@@ -161,6 +192,8 @@ def discover(paths, exclude=()) -> tuple[list[Entry], list[str]]:
                 for name in sorted(files):
                     full = os.path.join(folder, name)
                     if os.path.realpath(full) in exclude and not os.path.islink(full):
+                        continue
+                    if nbgrader and name in NBGRADER_BOOKKEEPING and folder != root:
                         continue
                     listed.append(_entry(Path(full), os.path.relpath(full, root), roots))
         else:
@@ -200,16 +233,22 @@ def _entry(path: Path, rel: str, roots: list[str], given: bool = False) -> Entry
     return _read(entry, path)
 
 
+def _stamp(info: os.stat_result) -> tuple:
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
 def _read(entry: Entry, path: Path) -> Entry:
     try:
-        if os.path.getsize(path) > MAX_BYTES:
-            entry.status = f"too large (over {MAX_BYTES // (1024 * 1024)} MB)"
-            return entry
-        raw = read_bytes(path)
+        raw, entry.stamp = read_bytes(path)
+    except NotRegular:
+        entry.status = "not a regular file"
+        return entry
     except OSError as exc:
         entry.status, entry.notes = "unreadable", [exc.strerror or str(exc)]
         return entry
-    entry.digest = hashlib.sha256(raw).hexdigest()
+    if len(raw) > MAX_BYTES:
+        entry.status = f"too large (over {MAX_BYTES // (1024 * 1024)} MB)"
+        return entry
     odd = not path.name.endswith(".ipynb")
     if not raw.strip():
         entry.status = "empty file"
@@ -222,7 +261,13 @@ def _read(entry: Entry, path: Path) -> Entry:
         return entry
     except ValueError as exc:
         entry.status = "not a notebook" if odd else "broken JSON"
-        entry.notes.append(str(exc).splitlines()[0][:120])
+        entry.notes.append(escape(str(exc).splitlines()[0][:120]))
+        return entry
+    except RecursionError:
+        data = None
+    if data is None or _too_deep(data):
+        entry.status = "not a notebook" if odd else "broken JSON"
+        entry.notes.append(f"nested more than {MAX_DEPTH} levels deep")
         return entry
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         entry.status = "not a notebook"
@@ -230,13 +275,49 @@ def _read(entry: Entry, path: Path) -> Entry:
         return entry
     if odd:
         entry.notes.append(f"graded although its name does not end in .ipynb ({escape(path.suffix or 'no extension')})")
-    entry.nb = data
+    entry.nb, entry.raw = data, raw
     return entry
 
 
-def read_bytes(path: Path) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read(MAX_BYTES + 1)
+class NotRegular(OSError):
+    """The path is (or became) a FIFO, a device, a socket or a folder: it is never read."""
+
+
+def read_bytes(path: Path) -> tuple[bytes, tuple]:
+    """The file's bytes (at most MAX_BYTES + 1) and its stamp, from one open that cannot block.
+
+    Opened without following a symlink and without blocking (a FIFO swapped in after the listing
+    would otherwise wait for a writer forever), and refused unless the open file is a regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegular(f"{path} is not a regular file")
+        chunks, size = [], 0
+        while size <= MAX_BYTES:
+            chunk = os.read(fd, min(1 << 20, MAX_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks), _stamp(info)
+    finally:
+        os.close(fd)
+
+
+def _too_deep(data) -> bool:
+    """Whether JSON data nests deeper than MAX_DEPTH (walked without recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(item, dict):
+            stack += [(v, depth + 1) for v in item.values()]
+        elif isinstance(item, list):
+            stack += [(v, depth + 1) for v in item]
+    return False
 
 
 # ----------------------------------------------------------------------------------------------
@@ -263,12 +344,12 @@ def grade_entry(entry: Entry, masters: list[M.Master], runner, log=None) -> Resu
     result.notebook, result.max_points = master.name, master.max_points
     if how and "cell metadata" not in how:
         result.notes.append(f"matched to {master.name} by {how}")
+    copy = entry.raw
     try:
-        raw = read_bytes(entry.path)
-        copy = raw if hashlib.sha256(raw).hexdigest() == entry.digest else None
+        changed = _stamp(os.stat(entry.path)) != entry.stamp
     except OSError:
-        copy = None
-    if copy is None:
+        changed = True
+    if changed:
         result.notes.append("the file changed after the grader read it; graded as it was read")
     planned = plan_jobs(master, cells)
     runnable = []  # earlier exercise cells that ran to a verdict (a cell that timed out is left out)

@@ -365,7 +365,7 @@ class VerdictRunner:
                 sandbox.kill_session(child)
         text = bytes(output).decode("utf-8", "replace")
         if found is not None:
-            out = Outcome(found["status"], found.get("message", ""), found.get("notes", ""),
+            out = Outcome(found["status"], _text(found.get("message", "")), _text(found.get("notes", "")),
                           bool(found.get("tamper")), output=text, output_bytes=output_bytes)
             if invalid:
                 out.status, out.tamper = "failed", True
@@ -384,6 +384,12 @@ class VerdictRunner:
         return Outcome("error", why, output=text, output_bytes=output_bytes)
 
 
+def _text(value: str) -> str:
+    """A message from the verdict process made writable: a lone surrogate (from an exception's text,
+    say) becomes its escape, ``\\ud800``, so no file or terminal write of it can fail."""
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _drained(fd: int) -> bool:
     try:
         return os.read(fd, 65536) == b""
@@ -400,11 +406,11 @@ def _parse_verdicts(buf: bytes, token: str):
     for line in lines[:-1]:  # the last piece is not complete yet
         try:
             message = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):  # not JSON, or nested to exhaust the parser
             invalid += 1
             continue
         if (isinstance(message, dict) and isinstance(message.get("token"), str)
-                and hmac.compare_digest(message["token"], token)
+                and hmac.compare_digest(message["token"].encode("utf-8", "surrogatepass"), token.encode())
                 and message.get("status") in ("passed", "failed", "not attempted", "error")
                 and isinstance(message.get("message", ""), str) and isinstance(message.get("notes", ""), str)):
             if found is None:
