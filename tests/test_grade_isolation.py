@@ -106,3 +106,23 @@ def test_the_container_protocol_with_a_stand_in_engine(tmp_path, monkeypatch):
     assert code == 0
     assert {r.file: r.checks["sinusoidal_positions"] for r in results} == {"right.ipynb": "passed",
                                                                             "stub.ipynb": "not attempted"}
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="the protected mode needs root")
+def test_files_named_one_by_one_cannot_read_each_other(tmp_path):
+    """`grade class/a.ipynb class/b.ipynb` (a shell glob): the folder of the files is hidden as a graded
+    folder would be, so one submission cannot read a classmate's answer; both are graded, in parallel."""
+    folder = tmp_path / "class"
+    write(folder, "b_classmate.ipynb", solved(padding_mask=RIGHT["padding_mask"] + "# CLASSMATE-ANSWER-b\n",
+                                              causal_mask=RIGHT["causal_mask"]))
+    spy = (f"try:\n    seen = open({str(folder / 'b_classmate.ipynb')!r}).read()\n"
+           "except Exception as exc:\n    seen = type(exc).__name__\n"
+           "raise ValueError('SAW-CLASSMATE' if 'CLASSMATE-ANSWER-b' in seen else 'SAW-NOTHING')\n")
+    write(folder, "a_copies.ipynb", solved(padding_mask=spy, causal_mask=RIGHT["causal_mask"]))
+    log = io.StringIO()
+    results, code = grade([folder / "a_copies.ipynb", folder / "b_classmate.ipynb"], csv_path=tmp_path / "g.csv",
+                          timeout=30, master_dir=MASTERS, out=log, jobs=2)
+    assert code == 0, log.getvalue()
+    by_file = {r.file: r for r in results}
+    assert "SAW-NOTHING" in by_file["a_copies.ipynb"].messages["padding_mask"], by_file["a_copies.ipynb"].messages
+    assert by_file["b_classmate.ipynb"].total == 2

@@ -1,6 +1,6 @@
 """Grade a class's notebooks: every exercise judged by the checker, in its own isolated process.
 
-``encoder-course grade PATH... [--csv FILE] [--details FILE] [--timeout S] [--resume] [--master DIR]``
+``encoder-course grade PATH... [--csv FILE] [--details FILE] [--timeout S] [--resume] [--master DIR] [--jobs N]``
 
 * **The master copy decides.** Each submission is matched to a master (solution) notebook
   (``masters.py``); the exercise list, the points and the setup cells come from the master. The
@@ -19,6 +19,8 @@
   later is graded as it was read (and the row says so).
 * **An nbgrader course** (a folder with ``nbgrader_config.py`` or ``gradebook.db``): only its
   ``submitted/<student>/<assignment>/`` tree is graded, without nbgrader's ``timestamp.txt`` files.
+* **Submissions graded at once** (``--jobs``, default one per core), each by its own runner (its own
+  fork server and folder); a runner's sweep for stray processes spares the others' (``runner._IN_USE``).
 * **Rows are written as they finish** (the whole CSV rewritten atomically after each submission), so
   an interrupted run keeps what it graded; ``--resume`` skips the files already in the CSV. SIGINT
   and SIGTERM stop the run after killing the current verdict process.
@@ -34,11 +36,13 @@ import csv
 import io
 import json
 import os
+import queue
 import signal
 import stat
 import sys
 import time
 from collections import Counter
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -497,8 +501,11 @@ class Interrupted(BaseException):
 
 def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 60.0, master_dir=None,
           resume: bool = False, isolate: str = "process", memory_mb: int = 4096, out=None,
-          image: str | None = None, runner_options: dict | None = None) -> tuple[list[Result], int]:
-    """Grade every file under ``paths``; returns the results and the exit code (0, 2, or 128+signal)."""
+          image: str | None = None, runner_options: dict | None = None, jobs: int = 0) -> tuple[list[Result], int]:
+    """Grade every file under ``paths``; returns the results and the exit code (0, 2, or 128+signal).
+
+    ``jobs`` submissions are graded at once (0: one per core), each by a runner of its own.
+    """
     from .runner import RunnerError, VerdictRunner
 
     out = out or sys.stdout
@@ -540,10 +547,32 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
     options = dict(runner_options or {})
     if image:
         options["image"] = image
-    hide = [*roots, str(master_dir)] + [str(Path(p).resolve().parent) for p in (csv_path, details_path) if p]
-    runner = VerdictRunner(mode=isolate, timeout=timeout, memory_mb=memory_mb, hide=hide,
-                           hide_files=[p for p in (csv_path, details_path) if p],
-                           setups=[s for m in matched for s in m.setup], **options)
+    # Hidden from every verdict process: the folders graded and those of files named one by one (a
+    # folder that holds the Python environment is not hidden, but each submission in it is), the
+    # masters, and the gradebook's folder.
+    given = sorted({str(e.path.resolve().parent) for e in entries if e.nb is not None})
+    hide = [*roots, *given, str(master_dir)] + [str(Path(p).resolve().parent) for p in (csv_path, details_path) if p]
+    hide_files = [str(p) for p in (csv_path, details_path) if p] + [str(e.path) for e in entries if e.nb is not None]
+    graded = sum(e.nb is not None for e in todo)
+    jobs = max(1, min(jobs or os.cpu_count() or 1, graded or 1))
+    forking = options.get("fork_server", sys.platform.startswith("linux"))
+    if jobs > 1 and isolate == "process" and not forking:
+        jobs = 1  # without the fork server each verdict process starts with a preexec_fn: one thread only
+    runners = [VerdictRunner(mode=isolate, timeout=timeout, memory_mb=memory_mb, hide=hide, hide_files=hide_files,
+                             setups=[s for m in matched for s in m.setup], **options) for _ in range(jobs)]
+    free: queue.Queue = queue.Queue()
+    for r in runners:
+        free.put(r)
+
+    def work(entry: Entry) -> Result:
+        r = free.get()
+        try:
+            return grade_entry(entry, masters, r)
+        finally:
+            free.put(r)
+
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="grade")
+    pending: dict = {}  # future -> entry, while it is being graded
     previous = {}
 
     def stop(signum, frame):
@@ -557,21 +586,28 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
         except (ValueError, OSError):  # not the main thread
             pass
     try:
-        if any(e.nb is not None for e in todo):
-            runner.start()
-            out.write(f"verdict processes: {runner.plan.describe()}\n" if runner.plan else "")
-            for warning in runner.plan.warnings if runner.plan else []:
+        if graded:
+            for r in runners:
+                r.start()
+            plan = runners[0].plan
+            out.write(f"verdict processes: {plan.describe()}" + (f", {jobs} at once" if jobs > 1 else "") + "\n"
+                      if plan else "")
+            for warning in plan.warnings if plan else []:
                 out.write(f"warning: {warning}\n")
         out.write(f"{len(todo)} file(s) to grade" + (f", {len(entries) - len(todo)} already in the CSV"
                                                       if resume else "") + "\n")
-        for number_, entry in enumerate(todo, 1):
-            out.write(f"[{number_}/{len(todo)}] {escape(entry.rel)} ...")
-            out.flush()
-            res = grade_entry(entry, masters, runner)
-            results.append(res)
-            out.write(f" {res.status}" + (f" {number(res.total)}/{number(res.max_points)}" if res.max_points else "")
-                      + f" ({res.seconds:.1f} s)\n")
-            _save(csv_path, details_path, kept_rows, results, keys)
+        pending = {pool.submit(work, entry): entry for entry in todo}
+        while pending:
+            done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=lambda f: todo.index(pending[f])):
+                entry = pending.pop(future)
+                res = future.result()
+                results.append(res)
+                out.write(f"[{len(results)}/{len(todo)}] {escape(entry.rel)} ... {res.status}"
+                          + (f" {number(res.total)}/{number(res.max_points)}" if res.max_points else "")
+                          + f" ({res.seconds:.1f} s)\n")
+                out.flush()
+                _save(csv_path, details_path, kept_rows, results, keys)
     except Interrupted as exc:
         code = 128 + exc.signum
         out.write(f"\ninterrupted ({exc}): {len(results)} of {len(todo)} file(s) graded and saved; "
@@ -580,9 +616,17 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
         code = 2
         out.write(f"\nencoder-course grade: {exc}\n")
     finally:
-        runner.close()
+        for future in pending:
+            future.cancel()
+        for r in runners:  # kills what is still running: its worker gets its outcome and returns
+            r.interrupt()
+        pool.shutdown(wait=True, cancel_futures=True)
+        for r in runners:
+            r.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    order = {escape(e.rel): i for i, e in enumerate(todo)}
+    results.sort(key=lambda r: order.get(r.file, len(order)))
     if results:
         out.write("\n" + format_table(results, keys) + "\n\n" + summary(results, keys) + "\n")
     if csv_path and (results or kept_rows):

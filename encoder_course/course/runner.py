@@ -21,6 +21,7 @@ import select
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field, replace
 
@@ -53,8 +54,23 @@ def _nonblocking(fd: int) -> None:
     os.set_blocking(fd, False)
 
 
+#: The processes of every runner of this grader that are in use (fork servers, verdict processes, container
+#: clients): a runner's sweep for strays spares them and what is below them (``--jobs`` runs several).
+_IN_USE: set[int] = set()
+_IN_USE_LOCK = threading.RLock()  # held from a spawn until its pid is known, and through a sweep
+
+
+def _use(pid: int, on: bool = True) -> None:
+    with _IN_USE_LOCK:
+        (_IN_USE.add if on else _IN_USE.discard)(pid)
+
+
 class VerdictRunner:
-    """Starts verdict processes for one grading run; use as a context manager."""
+    """Starts verdict processes for one grading run; use as a context manager.
+
+    Several runners may work at once, one per thread (``grade --jobs``); each has its own fork server
+    and folder.
+    """
 
     def __init__(self, *, mode: str = "process", timeout: float = 60.0, memory_mb: int = 4096,
                  hide=(), hide_files=(), setups=(), output_cap: int = OUTPUT_CAP,
@@ -72,6 +88,8 @@ class VerdictRunner:
         self.sock: socket.socket | None = None
         self.engine: str | None = None
         self.counter = 0
+        self.stopping = False  # set by interrupt(): no new verdict process, no new server
+        self.current: int | None = None  # the verdict process now running (its pid)
         self.baseline = {(p.pid, _created(p)) for p in sandbox.descendants()}
         self.was_subreaper = sandbox.make_subreaper()
 
@@ -119,6 +137,7 @@ class VerdictRunner:
             child.close()
             log.close()
         self.sock = parent
+        _use(self.server.pid)
         hello = self._receive(HELLO_TIMEOUT, lambda m: m.get("hello"))
         if hello is None:
             raise RunnerError("the verdict fork server did not start: " + self._server_log())
@@ -135,6 +154,7 @@ class VerdictRunner:
         if self.server is not None:
             self._kill_below(self.server.pid)
             sandbox.kill_session(self.server.pid)
+            _use(self.server.pid, False)
             self.server = None
         if self.sock is not None:
             self.sock.close()
@@ -172,6 +192,15 @@ class VerdictRunner:
                 return message
         return None
 
+    def interrupt(self) -> None:
+        """Stop the run from another thread: kill the verdict process now running (its job ends at once
+        with its outcome) and start no other. Call :meth:`close` once the job has returned."""
+        self.stopping = True
+        pid = self.current
+        if pid is not None:
+            sandbox.kill_session(pid)
+            sandbox.kill_tree(sandbox.descendants(pid))
+
     def close(self) -> None:
         if self.sock is not None:
             self.sock.close()
@@ -184,6 +213,7 @@ class VerdictRunner:
                 self.server.wait(timeout=10)
             except (OSError, subprocess.TimeoutExpired):
                 pass
+            _use(self.server.pid, False)
             self.server = None
         self._sweep()
         sandbox.remove_tree(self.base)
@@ -196,15 +226,22 @@ class VerdictRunner:
         sandbox.kill_tree(sandbox.descendants(pid))
 
     def _sweep(self) -> None:
-        """Kill every process below the grader that was not there when the run began (but the server)."""
-        keep = {self.server.pid} if self.server is not None else set()
-        stray = [p for p in sandbox.descendants() if p.pid not in keep and (p.pid, _created(p)) not in self.baseline]
-        sandbox.kill_tree(stray)
+        """Kill every process below the grader that was not there when the run began, but the servers and
+        the verdict processes in use (this runner's and the other runners') and what is below them."""
+        with _IN_USE_LOCK:
+            keep = set(_IN_USE) | ({self.server.pid} if self.server is not None else set())
+            # Ancestry is read per process, at the time it is judged: a process started during the
+            # sweep by one in use (the PID namespace's first process, say) is spared too.
+            stray = [p for p in sandbox.descendants()
+                     if (p.pid, _created(p)) not in self.baseline and not _below(p, keep)]
+            sandbox.kill_tree(stray)
 
     # -- one job ---------------------------------------------------------------------------------
 
     def run(self, job: dict, submission: bytes | None = None, filename: str = "submission.ipynb") -> Outcome:
         """Run one verdict process for ``job`` and return what it said; never raises for the job's sake."""
+        if self.stopping:
+            return Outcome("error", "the grading run was stopped before this exercise")
         self.start()
         job = dict(job)
         if self.verdict_api:
@@ -238,8 +275,13 @@ class VerdictRunner:
         try:
             if self.fork_server:
                 self.counter += 1
-                self._send({"op": "spawn", "id": self.counter, "plan": self.plan.to_json(), "job_dir": job_dir},
-                           theirs)
+                with _IN_USE_LOCK:  # no other runner's sweep may see the new process before it is known
+                    self._send({"op": "spawn", "id": self.counter, "plan": self.plan.to_json(),
+                                "job_dir": job_dir}, theirs)
+                    spawned = self._receive(HELLO_TIMEOUT, lambda m: m.get("id") == self.counter and "pid" in m)
+                    if spawned is not None:
+                        pid = self.current = spawned["pid"]
+                        _use(pid)
             else:
                 plan = replace(self.plan, namespaces=False)
                 preexec = (lambda: sandbox.enter(plan, job_dir)) if os.name == "posix" else None
@@ -248,7 +290,8 @@ class VerdictRunner:
                      str(job_r), str(token_r), str(verdict_w)],
                     pass_fds=[job_r, token_r, verdict_w], stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w,
                     env=sandbox.clean_environment(job_dir), cwd=job_dir, preexec_fn=preexec)
-                pid = proc.pid
+                pid = self.current = proc.pid
+                _use(pid)
         except Exception as exc:
             for fd in theirs + [job_w, token_w, verdict_r, out_r]:
                 os.close(fd)
@@ -258,8 +301,10 @@ class VerdictRunner:
         os.write(token_w, token.encode() + b"\n")
         os.close(token_w)
         try:
-            return self._collect(job, token, job_w, verdict_r, out_r, lambda: pid, proc)
+            return self._collect(job, token, job_w, verdict_r, out_r, lambda: pid, proc,
+                                 child=pid if self.fork_server else None)
         finally:
+            self.current = None
             if proc is not None:
                 sandbox.kill_session(proc.pid)
                 sandbox.kill_tree(sandbox.descendants(proc.pid))
@@ -268,12 +313,15 @@ class VerdictRunner:
                     proc.wait(timeout=5)
                 except (OSError, subprocess.TimeoutExpired):
                     pass
+                _use(proc.pid, False)
 
     def _run_container(self, job, token) -> Outcome:
         name = f"encoder-course-{secrets.token_hex(6)}"
         cmd = sandbox.container_command(self.engine, self.image, name, self.plan)
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True)
+        _use(proc.pid)
+        self.current = proc.pid
         stdin = proc.stdin.fileno()
         payload = token.encode() + b"\n" + json.dumps(job).encode()
         try:
@@ -284,15 +332,17 @@ class VerdictRunner:
             sandbox.kill_session(proc.pid)
             proc.kill()
             proc.wait(timeout=30)
+            _use(proc.pid, False)
+            self.current = None
 
-    def _collect(self, job, token, job_w, verdict_r, out_r, get_pid, proc, payload=None) -> Outcome:
+    def _collect(self, job, token, job_w, verdict_r, out_r, get_pid, proc, payload=None, child=None) -> Outcome:
         """Feed the job, read output and verdict until a verdict, the end of the process, or the deadline."""
         pending = payload if payload is not None else json.dumps(job).encode()
         for fd in (job_w, verdict_r, out_r):
             _nonblocking(fd)
         deadline = time.monotonic() + self.timeout
         verdict_buf, output, output_bytes = b"", bytearray(), 0
-        child, exited, verdict_eof, out_eof = None, False, False, False
+        exited, verdict_eof, out_eof = False, False, False
         found, invalid = None, 0
         job_open, gone_at = True, None
         try:
@@ -327,6 +377,7 @@ class VerdictRunner:
                         message = json.loads(data.decode())
                         if message.get("id") == self.counter and "pid" in message:
                             child = message["pid"]
+                            _use(child)
                         elif "exit" in message and message["exit"] == child:
                             exited = True
                         continue
@@ -363,6 +414,7 @@ class VerdictRunner:
                     pass
             if child is not None:
                 sandbox.kill_session(child)
+                _use(child, False)
         text = bytes(output).decode("utf-8", "replace")
         if found is not None:
             out = Outcome(found["status"], _text(found.get("message", "")), _text(found.get("notes", "")),
@@ -388,6 +440,14 @@ def _text(value: str) -> str:
     """A message from the verdict process made writable: a lone surrogate (from an exception's text,
     say) becomes its escape, ``\\ud800``, so no file or terminal write of it can fail."""
     return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _below(proc, pids: set) -> bool:
+    """Whether the psutil process ``proc`` is one of ``pids`` or below one of them."""
+    try:
+        return proc.pid in pids or any(parent.pid in pids for parent in proc.parents())
+    except Exception:  # it ended meanwhile: nothing to kill
+        return True
 
 
 def _drained(fd: int) -> bool:
