@@ -6,6 +6,7 @@ import io
 import os
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from grading_helpers import MASTERS, RIGHT, learner, load, solved, write
@@ -126,3 +127,33 @@ def test_files_named_one_by_one_cannot_read_each_other(tmp_path):
     by_file = {r.file: r for r in results}
     assert "SAW-NOTHING" in by_file["a_copies.ipynb"].messages["padding_mask"], by_file["a_copies.ipynb"].messages
     assert by_file["b_classmate.ipynb"].total == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="the protected mode needs root")
+def test_an_environment_under_tmp_stays_importable_in_the_private_tmp(tmp_path):
+    """CI runners and scratch machines keep the Python environment under /tmp, and each verdict process
+    gets an empty /tmp of its own: the needed folders are bound back, so a module first imported while
+    the answer is checked still loads (it used to fail, and the message blamed the student)."""
+    import subprocess
+    import sysconfig
+
+    from grading_helpers import ROOT
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
+    where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = subprocess.run([str(venv / "bin" / "python"), "-c", where], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    assert site.startswith("/tmp/") and sysconfig.get_paths()["purelib"] != site, site
+    (Path(site) / "late_module.py").write_text("LATE = True\n")  # imported by nothing before the check
+    answer = ("def padding_mask(token_ids, pad_id):\n    import late_module  # first imported here\n"
+              "    return (token_ids != pad_id)[:, None, None, :]\n")
+    write(tmp_path / "class", "a.ipynb", solved(padding_mask=answer, causal_mask=RIGHT["causal_mask"]))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    result = subprocess.run([str(venv / "bin" / "python"), "-m", "encoder_course.course.cli", "grade",
+                             str(tmp_path / "class"), "--csv", str(tmp_path / "g.csv"), "--master", str(MASTERS)],
+                            cwd="/usr", env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "as uid 65534, own mount/PID/network namespaces" in result.stdout, result.stdout
+    assert "a.ipynb ... graded 2/2" in result.stdout, result.stdout
+    assert "lies under a temporary folder" in result.stdout  # the teacher is told

@@ -43,6 +43,9 @@ IMAGE = "encoder-course-grader"
 DOCKERFILE = Path(__file__).with_name("grader.Dockerfile")
 
 
+PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")  # each verdict process gets empty ones of its own
+
+
 @dataclass
 class Plan:
     """How verdict processes are isolated in this run (sent to the fork server as JSON)."""
@@ -53,6 +56,7 @@ class Plan:
     expose: list = field(default_factory=list)  # [folder to cover, [folders inside it to show]]
     hide: list = field(default_factory=list)  # folders covered by an empty read-only folder
     hide_files: list = field(default_factory=list)  # files covered by /dev/null
+    keep_in_tmp: list = field(default_factory=list)  # needed folders under /tmp, /var/tmp, /dev/shm: bound back
     memory_mb: int = 4096
     cpu_s: int = 120
     file_mb: int = 64
@@ -150,7 +154,8 @@ def needed_paths() -> list[str]:
         paths.update(site.getsitepackages())
     except AttributeError:
         pass
-    paths.update(p for p in sys.path if p and os.path.isdir(p))
+    here = os.path.realpath(os.getcwd())  # on sys.path under `python -m`: the teacher's folder, not a library
+    paths.update(p for p in sys.path if p and os.path.isdir(p) and os.path.realpath(p) != here)
     real = sorted({os.path.realpath(p) for p in paths if p and os.path.isdir(p)})
     kept = []
     for p in real:  # drop a path inside one already kept
@@ -222,6 +227,11 @@ def make_plan(*, hide=(), hide_files=(), memory_mb=4096, cpu_s=120, namespaces_a
         if h not in plan.hide:
             plan.hide.append(h)
     plan.hide_files = sorted({os.path.realpath(f) for f in hide_files})
+    plan.keep_in_tmp = [n for n in needed if any(n.startswith(t + "/") for t in PRIVATE_TMP)]
+    if plan.keep_in_tmp and namespaces_available:
+        plan.warnings.append("the Python environment or the course lies under a temporary folder ("
+                             + ", ".join(plan.keep_in_tmp) + "): it is bound read-only into each verdict "
+                             "process's private /tmp")
     if not namespaces_available:
         plan.warnings.append("no namespaces: verdict processes can see other processes and the network")
     return plan
@@ -325,9 +335,20 @@ def _mounts(plan: Plan, job_dir: str) -> str:
             except OSError:
                 pass
     job_fd = os.open(job_dir, os.O_PATH | os.O_DIRECTORY)
-    for tmp in ("/tmp", "/var/tmp", "/dev/shm"):
+    # A Python environment under /tmp (CI runners, scratch machines) must survive the private /tmp:
+    # held open before the tmpfs covers it, bound back read-only after.
+    kept = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY)) for p in plan.keep_in_tmp if os.path.isdir(p)]
+    for tmp in PRIVATE_TMP:
         if os.path.isdir(tmp):
             mount("tmpfs", tmp, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=256m")
+    for p, fd in kept:
+        os.makedirs(p, 0o755, exist_ok=True)
+        mount(f"/proc/self/fd/{fd}", p, None, MS_BIND | MS_REC)
+        try:
+            mount(None, p, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC)
+        except OSError:
+            pass
+        os.close(fd)
     inside = "/tmp/job"
     os.mkdir(inside, 0o755)
     mount(f"/proc/self/fd/{job_fd}", inside, None, MS_BIND)
