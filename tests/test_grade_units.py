@@ -242,3 +242,16 @@ def test_an_nbgrader_course_is_graded_from_its_submitted_tree(tmp_path):
     write(plain, "submitted/x.ipynb", json.dumps(learner()))
     write(plain, "y.ipynb", json.dumps(learner()))
     assert len(G.discover([plain])[0]) == 2
+
+
+def test_an_ordinary_user_must_say_they_trust_the_submissions(tmp_path, monkeypatch, capsys):
+    """Without root or a container the learner's code would run as the teacher: refused, with why and
+    the three ways on; files that run no code are still listed."""
+    write(tmp_path / "class", "a.ipynb", json.dumps(learner()))
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert main(["grade", str(tmp_path / "class"), "--csv", str(tmp_path / "g.csv"), "--master", str(MASTERS)]) == 2
+    out = capsys.readouterr().out
+    assert "not run" in out and "read your files" in out and "--trust-submissions" in out
+    assert "--isolate container" in out and "as root" in out and not (tmp_path / "g.csv").exists()
+    write(tmp_path / "odd", "notes.txt", "not a notebook")
+    assert main(["grade", str(tmp_path / "odd"), "--csv", str(tmp_path / "h.csv"), "--master", str(MASTERS)]) == 0

@@ -490,6 +490,14 @@ def summary(results: list[Result], keys: list[str], top: int = 3) -> str:
 # The run
 
 
+UNTRUSTED = (
+    "encoder-course grade: not run. As an ordinary user, each submission's code would run as you: it could "
+    "read your files (other submissions, the solutions, your home folder), reach the network and leave "
+    "processes behind. Grade as root (each exercise then runs as 'nobody' in its own namespaces), or with "
+    "--isolate container (Docker or Podman), or, if you trust every file you grade, pass "
+    "--trust-submissions.\n")
+
+
 class Interrupted(BaseException):
     """SIGINT or SIGTERM to the grader (a BaseException, as KeyboardInterrupt: no `except Exception` on the
     way, such as the runner's "could not start" handler, may turn it into a graded error)."""
@@ -501,10 +509,13 @@ class Interrupted(BaseException):
 
 def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 60.0, master_dir=None,
           resume: bool = False, isolate: str = "process", memory_mb: int = 4096, out=None,
-          image: str | None = None, runner_options: dict | None = None, jobs: int = 0) -> tuple[list[Result], int]:
+          image: str | None = None, runner_options: dict | None = None, jobs: int = 0,
+          trust: bool = False) -> tuple[list[Result], int]:
     """Grade every file under ``paths``; returns the results and the exit code (0, 2, or 128+signal).
 
-    ``jobs`` submissions are graded at once (0: one per core), each by a runner of its own.
+    ``jobs`` submissions are graded at once (0: one per core), each by a runner of its own. Without
+    root and without a container, the learner's code would run as the teacher: that needs ``trust``
+    (``--trust-submissions``), or the run stops before it starts.
     """
     from .runner import RunnerError, VerdictRunner
 
@@ -525,6 +536,11 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
     entries, roots = discover(paths, exclude=[csv_path, details_path])
     if not entries:
         out.write("no files found to grade\n")
+        return [], 2
+    as_user = isolate == "process" and (os.name != "posix" or os.geteuid() != 0)
+    if as_user and not trust and (runner_options or {}).get("drop_privileges", True) \
+            and any(e.nb is not None for e in entries):
+        out.write(UNTRUSTED)
         return [], 2
     kept_rows = read_csv(csv_path) if resume and csv_path else []
     done = {row.get("file") for row in kept_rows}
