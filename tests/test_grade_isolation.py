@@ -157,3 +157,20 @@ def test_an_environment_under_tmp_stays_importable_in_the_private_tmp(tmp_path):
     assert "as uid 65534, own mount/PID/network namespaces" in result.stdout, result.stdout
     assert "a.ipynb ... graded 2/2" in result.stdout, result.stdout
     assert "lies under a temporary folder" in result.stdout  # the teacher is told
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="the protected mode needs root")
+def test_the_job_folder_is_a_small_tmpfs_not_the_hosts_disk(tmp_path):
+    """A submission that fills its working folder stops at the job tmpfs's size, in memory, never on disk."""
+    answer = ("def padding_mask(token_ids, pad_id):\n    import os\n    n = 0\n    try:\n"
+              "        for i in range(200):\n            with open(f'big{i}', 'wb') as f:\n"
+              "                f.write(b'x' * 2**20)\n            n += 1\n    except OSError:\n        pass\n"
+              "    raise ValueError(f'WROTE {n} MB IN ' + os.getcwd())\n")
+    write(tmp_path / "class", "a.ipynb", solved(padding_mask=answer, causal_mask=RIGHT["causal_mask"]))
+    log = io.StringIO()
+    results, code = grade([tmp_path / "class"], csv_path=tmp_path / "g.csv", timeout=60, master_dir=MASTERS, out=log)
+    assert code == 0, log.getvalue()
+    message = results[0].messages["padding_mask"]
+    written = int(message.split("WROTE ")[1].split(" MB")[0])
+    assert written < 64 and "IN /tmp/job" in message, message
+    assert results[0].checks["causal_mask"] == "passed"

@@ -44,6 +44,7 @@ DOCKERFILE = Path(__file__).with_name("grader.Dockerfile")
 
 
 PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")  # each verdict process gets empty ones of its own
+JOB_TMPFS_MB = 64  # the size of each of those and of the job folder (memory, not disk)
 
 
 @dataclass
@@ -340,7 +341,7 @@ def _mounts(plan: Plan, job_dir: str) -> str:
     kept = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY)) for p in plan.keep_in_tmp if os.path.isdir(p)]
     for tmp in PRIVATE_TMP:
         if os.path.isdir(tmp):
-            mount("tmpfs", tmp, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=256m")
+            mount("tmpfs", tmp, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={JOB_TMPFS_MB}m")
     for p, fd in kept:
         os.makedirs(p, 0o755, exist_ok=True)
         mount(f"/proc/self/fd/{fd}", p, None, MS_BIND | MS_REC)
@@ -349,9 +350,17 @@ def _mounts(plan: Plan, job_dir: str) -> str:
         except OSError:
             pass
         os.close(fd)
+    # The job folder is a size-limited tmpfs of its own, filled with a copy of what the grader prepared:
+    # what the learner's code writes never reaches the host's disk.
     inside = "/tmp/job"
     os.mkdir(inside, 0o755)
-    mount(f"/proc/self/fd/{job_fd}", inside, None, MS_BIND)
+    owner = f",uid={plan.uid},gid={plan.gid}" if plan.uid is not None else ""
+    mount("tmpfs", inside, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=700,size={JOB_TMPFS_MB}m{owner}")
+    shutil.copytree(f"/proc/self/fd/{job_fd}", inside, dirs_exist_ok=True, symlinks=True)
+    if plan.uid is not None:
+        for root, dirs, files in os.walk(inside):
+            for name in [root, *(os.path.join(root, d) for d in dirs), *(os.path.join(root, f) for f in files)]:
+                os.lchown(name, plan.uid, plan.gid)
     os.close(job_fd)
     # No /proc at all: no other process to look at, and not even this process's own memory.
     mount("tmpfs", "/proc", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=555,size=4k")
