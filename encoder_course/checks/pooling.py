@@ -134,6 +134,25 @@ def _probe(name, fn, label, hidden, mask) -> str:
         return (f"changing only the vectors at the padding (to 1000) changes your result by up to "
                 f"{float((moved - base).abs().max()):.4g}: the padding still counts. Multiply by the mask "
                 "before summing, hidden * mask[..., None], so a pad adds 0 whatever its vector.")
+    total = (hidden.double() * mask[..., None]).sum(dim=1)
+    usable = real & (base.double().abs() > 1e-6).all(dim=-1) & (total.abs() > 1e-6).all(dim=-1)
+    if usable.sum() > 1:
+        divisor = (total[usable] / base[usable].double()).median(dim=-1).values  # what each sequence is divided by
+        counts = n[usable].double()
+        fits = (total[usable] / divisor[:, None] - base[usable].double()).abs().max() < 1e-4 * total.abs().max()
+        offset = divisor - counts
+        if fits and float((divisor - counts).abs().max()) > 1e-3:
+            if float(offset.max() - offset.min()) < 1e-3:
+                return (f"your result is each sequence's masked sum divided by its number of real tokens "
+                        f"{float(offset[0]):+.4g}: divide by the count itself, mask.sum(dim=1, keepdim=True).")
+            if float(divisor.max() - divisor.min()) < 1e-3:
+                return (f"your result is each sequence's masked sum divided by {float(divisor[0]):.4g} for every "
+                        "sequence, but each has its own number of real tokens: divide by mask.sum(dim=1, "
+                        "keepdim=True).")
+            ratio = divisor / counts
+            if float(ratio.max() - ratio.min()) < 1e-3:
+                return (f"your result is each sequence's mean times {1 / float(ratio[0]):.4g}: the pattern is right, a "
+                        "factor is wrong. Divide the masked sum by the count, nothing more.")
     double = pooled(2 * hidden, mask, "with hidden doubled")
     if double is not None and _close(double[real], base[real]) and not _close(base[real], 2 * base[real]):
         lengths = base[real].norm(dim=-1)

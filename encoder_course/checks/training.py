@@ -11,6 +11,8 @@ a constant, which cross-entropy ignores.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -174,6 +176,23 @@ def _loss_probe(name, fn, label, logits, labels, mask) -> str:
                 "it should be 0): the padding still counts. Zeroing the padding's logits does not remove a token "
                 "(a row of zeros still has a loss of log C): leave them out of the mean, logits[mask] and "
                 "labels[mask].")
+    # Two inputs whose cross-entropy is known exactly: all logits equal (each token costs log C), and the
+    # label's logit far above the rest (each token costs almost 0).
+    flat = _invoke(name, label, fn, torch.zeros_like(logits), labels, mask)
+    sure = _invoke(name, label, fn, torch.nn.functional.one_hot(labels.clamp(0, classes - 1), classes).to(
+        logits.dtype) * 40.0, labels, mask)
+    if isinstance(flat, torch.Tensor) and flat.numel() == 1 and isinstance(sure, torch.Tensor) and sure.numel() == 1:
+        uniform = math.log(classes)
+        if abs(float(flat) - uniform) > 1e-4 * uniform:
+            ratio = float(flat) / uniform
+            return (f"with every logit equal each token's cross-entropy is exactly log C = log {classes} = "
+                    f"{uniform:.5g}, so the mean is {uniform:.5g}; yours gives {float(flat):.5g}"
+                    + (f", {ratio:.4g} times it: a factor is wrong (a sum where the mean belongs, or a scale)."
+                       if ratio > 0 else ".") + " The loss is the plain mean over the real tokens.")
+        if float(sure) > 1e-3:
+            return (f"with each label's logit 40 above the others, every token is predicted right and sure, and "
+                    f"the cross-entropy is almost 0; yours gives {float(sure):.4g}. Something besides -log p(label) "
+                    "is added (label smoothing, a penalty): use F.cross_entropy(logits[mask], labels[mask]) as it is.")
     dropped = mask & (per_token <= 1e-6 * scale)
     if dropped.any():
         classes = sorted({int(c) for c in labels[dropped].tolist()})

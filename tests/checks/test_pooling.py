@@ -84,6 +84,10 @@ def mp_first_n(hidden, mask):
 
 wrong("mp-probe-first-n", C_MP, "the first mask.sum() tokens averaged: padding assumed at the end",
       "it takes the first mask.sum() tokens")(mp_first_n)
+wrong("mp-probe-count-plus-one", C_MP, "the masked sum over the count + 1", "divided by its number of real tokens +1")(
+    lambda hidden, mask: (hidden * mask[..., None]).sum(1) / (mask.sum(1, keepdim=True) + 1))
+wrong("mp-probe-halved", C_MP, "the mean halved", "each sequence's mean times 0.5")(
+    lambda hidden, mask: 0.5 * (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True).clamp(min=1))
 wrong("mp-probe-unit-length", C_MP, "the mean normalised to length 1 (F.normalize)", "normalised after the mean")(
     lambda hidden, mask: torch.nn.functional.normalize(
         (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True).clamp(min=1), dim=-1))
@@ -136,4 +140,4 @@ def mp_double(hidden, mask):
     return ((h * keep).sum(1) / keep.sum(1).clamp(min=1)).to(hidden.dtype)
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=20, right=6)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=22, right=6)

@@ -106,6 +106,10 @@ wrong("ml-probe-zeroed-logits", C_ML, "the padding's logits zeroed instead of it
       "two more pad positions at the end of every sequence change your loss")(
     lambda logits, labels, mask: F.cross_entropy((logits * mask[..., None]).flatten(0, 1),
                                                  labels.clamp(min=0).flatten()))
+wrong("ml-probe-doubled", C_ML, "the mean cross-entropy times 2", "2 times it: a factor is wrong")(
+    lambda logits, labels, mask: 2 * F.cross_entropy(logits[mask], labels[mask]))
+wrong("ml-probe-label-smoothing", C_ML, "F.cross_entropy(..., label_smoothing=0.1)", "Something besides -log p(label)")(
+    lambda logits, labels, mask: F.cross_entropy(logits[mask], labels[mask], label_smoothing=0.1))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -148,7 +152,7 @@ def ml_nll(logits, labels, mask):
     return (torch.where(mask, per, 0.0).sum() / mask.sum()).to(logits.dtype)
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=22, right=6)
+test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=24, right=6)
 
 
 def test_the_reference_is_the_mean_over_real_tokens_and_checks_its_inputs():
