@@ -179,8 +179,9 @@ def _describe(got: torch.Tensor, want: torch.Tensor, axes=(), factor: float = 1.
         wrong = [i for i in range(n) if bad.select(dim, i).any()]
         if 0 < len(wrong) < n:
             right = [i for i in range(n) if i not in wrong]
-            where.append(f"{axis}{'s' if len(wrong) > 1 else ''} {_spans(wrong)} of {n} differ "
-                         f"({axis}{'s' if len(right) > 1 else ''} {_spans(right)} are right)")
+            many, rest = len(wrong) > 1, len(right) > 1
+            where.append(f"{axis}{'s' if many else ''} {_spans(wrong)} of {n} differ{'' if many else 's'} "
+                         f"({axis}{'s' if rest else ''} {_spans(right)} {'are' if rest else 'is'} right)")
     count = int(bad.sum())
     share = f"{count} of {bad.numel()} values are wrong"
     if where:
