@@ -322,11 +322,14 @@ class VerdictRunner:
                                 start_new_session=True)
         _use(proc.pid)
         self.current = proc.pid
-        stdin = proc.stdin.fileno()
+        # _collect closes the descriptors it is given: give it copies and close Popen's own now, so no
+        # descriptor is closed twice (with --jobs, a number closed twice may by then be another job's).
+        stdin, out, err = (os.dup(f.fileno()) for f in (proc.stdin, proc.stdout, proc.stderr))
+        for f in (proc.stdin, proc.stdout, proc.stderr):
+            f.close()
         payload = token.encode() + b"\n" + json.dumps(job).encode()
         try:
-            return self._collect(job, token, stdin, proc.stdout.fileno(), proc.stderr.fileno(),
-                                 lambda: proc.pid, proc, payload=payload)
+            return self._collect(job, token, stdin, out, err, lambda: proc.pid, proc, payload=payload)
         finally:
             subprocess.run([self.engine, "kill", name], capture_output=True, timeout=30)
             sandbox.kill_session(proc.pid)
