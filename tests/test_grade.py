@@ -257,7 +257,7 @@ def test_honest_submissions_earn_what_they_deserve(graded):
     ("cheat_patches_torch_equal.ipynb", "failed"),
     ("cheat_patches_verdict_class.ipynb", "failed"),
     ("cheat_settrace.ipynb", "failed"),
-    ("cheat_forges_verdict_line.ipynb", "error"),
+    ("cheat_forges_verdict_line.ipynb", "failed"),
     ("cheat_hunts_token.ipynb", "failed"),
     ("cheat_hands_over_a_result.ipynb", "failed"),
     ("cheat_writes_on_the_channel.ipynb", "failed"),
@@ -270,15 +270,17 @@ def test_cheats_earn_nothing(graded, name, expected):
     assert graded["results"][name].points["padding_mask"] == 0
 
 
-def test_cheats_are_named_in_the_messages(graded):
-    assert "changes the course's or torch's functions" in _status(graded, "cheat_fake_checker_in_exercise.ipynb")[1]
-    assert "torch.equal" in _status(graded, "cheat_patches_torch_equal.ipynb")[1]
-    assert "Verdict" in _status(graded, "cheat_patches_verdict_class.ipynb")[1]
-    assert "trace function" in _status(graded, "cheat_settrace.ipynb")[1]
-    assert "garbage collector" in _status(graded, "cheat_hunts_token.ipynb")[1]
+def test_cheats_are_judged_on_their_answer_or_named(graded):
+    """Whatever the learner's process changes in itself, the checker in its own process judges the answer."""
+    for name in ("cheat_fake_checker_in_exercise.ipynb", "cheat_patches_torch_equal.ipynb",
+                 "cheat_patches_verdict_class.ipynb", "cheat_settrace.ipynb", "cheat_hunts_token.ipynb",
+                 "cheat_hands_over_a_result.ipynb", "cheat_starts_a_thread.ipynb", "cheat_tensor_subclass.ipynb"):
+        status, message = _status(graded, name)
+        # (patching torch.Tensor.__eq__ breaks the learner's own `!=`: it fails on its own error)
+        assert "inverted" in message or "subclass of torch.Tensor" in message or "raised" in message, (name, message)
     assert "course's own" in _status(graded, "cheat_returns_ec_padding_mask.ipynb")[1]
-    assert "hand over a result" in _status(graded, "cheat_hands_over_a_result.ipynb")[1]
-    assert "verdict channel" in _status(graded, "cheat_writes_on_the_channel.ipynb")[1]
+    for name in ("cheat_writes_on_the_channel.ipynb", "cheat_forges_verdict_line.ipynb"):
+        assert "checker's channel" in _status(graded, name)[1]
 
 
 def test_a_comment_naming_a_checker_adds_no_column(graded):

@@ -244,8 +244,8 @@ def _invoke(name: str, what: str, fn: Callable, *args, **kwargs):
         raise ExerciseError(f"Your {name} uses the course's own answer {what}.") from None
     except NotImplementedError as exc:
         raise _NotAttempted(str(exc)) from None
-    except _timer.Timeout:
-        raise _too_slow(name, what, limit, timer.waited) from None
+    except _timer.Timeout as exc:  # (from the learner's own process when it is graded: it says how it ran out)
+        raise _too_slow(name, what, limit, getattr(exc, "waited", timer.waited)) from None
     except Exception as exc:
         if exc.__traceback__ is not None and exc.__traceback__.tb_next is not None:
             exc = exc.with_traceback(_from_learner(exc.__traceback__.tb_next))  # the learner's frames only
@@ -403,7 +403,9 @@ def verdict(key: str, candidate) -> Verdict:
     # What the learner's code prints or warns while the checker calls it many times is held back,
     # and shown with the message when the check fails.
     printed = io.StringIO()
-    _LOCK.codes, _LOCK.used = _reference_codes(ex), None
+    # A stand-in for code in another process (the grader's) keeps the reference out of reach over there.
+    _LOCK.codes = {} if getattr(candidate, "runs_elsewhere", False) else _reference_codes(ex)
+    _LOCK.used = None
     error: ExerciseError | None = None
     try:
         with torch.random.fork_rng(devices=[]), torch.no_grad(), \

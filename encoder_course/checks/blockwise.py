@@ -177,7 +177,12 @@ _MATMULS = {"matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "addmm", "baddbm
 
 
 class _Recorder(TorchFunctionMode):
-    """Every torch call's name, its floating outputs' shapes and its tensor arguments' shapes."""
+    """Every torch call's name, its floating outputs' shapes and its tensor arguments' shapes.
+
+    When the learner's code runs in another process (the grader), that process records and sends the list.
+    """
+
+    records_learner_ops = True
 
     def __init__(self):
         super().__init__()

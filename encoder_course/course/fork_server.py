@@ -1,14 +1,13 @@
-"""The verdict fork server, and the container entry point (see ``verdict.py`` for what a verdict process does).
+"""The checker fork server, and the container entry point (see ``verdict.py`` for what a checker process does).
 
 ``serve`` runs in a process the grader starts once per run: it imports torch and the course, runs the
-masters' setup cells once (so every fork starts warm), and then forks one verdict process per
-``spawn`` request it gets on its socket, with the request's four pipes (job, token, verdict,
-output). Each fork moves the pipes to fixed descriptors, enters the sandbox (``sandbox.enter``: new
-namespaces, an unprivileged user, limits) and runs ``verdict.run_job``. No learner code ever runs in
-the server itself. It is a child subreaper, reaps every child and reports their exits.
+masters' setup cells once (so every fork starts warm), and then forks one checker process per
+``spawn`` request it gets on its socket, with the request's three pipes (job, verdict, output). Each
+fork moves the pipes to fixed descriptors and runs ``verdict.run_job``, which forks the learner's
+process into the sandbox (``sandbox.enter``: new namespaces, an unprivileged user, limits). No learner
+code ever runs in the server itself. It is a child subreaper, reaps every child and reports their exits.
 
-``stdio`` is the entry point inside a container: the token (first line) and the job on stdin, the
-verdict on the original stdout, everything printed on stderr.
+``stdio`` is the entry point inside a container: the job on stdin, the verdict on the original stdout.
 """
 
 from __future__ import annotations
@@ -19,7 +18,8 @@ import signal
 import sys
 import time
 
-from .verdict import JOB_FD, TOKEN_FD, VERDICT_FD, _transformer, describe_error, new_namespace, run_cells, run_job
+from .verdict import JOB_FD, VERDICT_FD, run_job
+from .worker import describe_error, new_namespace, run_cells, transformer
 
 
 def _preload(setups) -> list[str]:
@@ -37,7 +37,7 @@ def _preload(setups) -> list[str]:
             importlib.import_module(info.name)
         except Exception as exc:
             problems.append(f"{info.name}: {type(exc).__name__}: {exc}")
-    transform = _transformer()
+    transform = transformer()
     for source in setups:
         for _, exc in run_cells(new_namespace(), [{"source": source, "label": "setup cell"}], transform):
             if exc is not None:
@@ -46,6 +46,7 @@ def _preload(setups) -> list[str]:
         import torch
 
         (torch.ones(4, 4) @ torch.ones(4, 4)).sum().item()
+        import torch.fx.experimental.symbolic_shapes  # noqa: F401 (autograd.grad imports it, and sympy, on first use)
     except Exception as exc:
         problems.append(f"torch: {exc}")
     import gc
@@ -81,6 +82,7 @@ def serve(sock_fd: int) -> int:
     from . import sandbox
 
     sock = socket.socket(fileno=sock_fd)
+    sandbox.prctl(sandbox.PR_SET_DUMPABLE, 0)  # a learner's process of the same user cannot read or trace it
     sandbox.make_subreaper()
     sandbox.prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL)
     children = set()
@@ -119,6 +121,8 @@ def serve(sock_fd: int) -> int:
             continue
         if request.get("op") != "spawn":
             continue
+        if request["plan"].get("bwrap"):
+            sandbox.clear_folder("/tmp")  # this server's own /tmp in bubblewrap: what the last job left
         server = os.getpid()
         pid = os.fork()
         if pid == 0:
@@ -135,50 +139,44 @@ def serve(sock_fd: int) -> int:
 
 
 def _child(request, fds) -> None:
-    """In a fork of the server: move the pipes to 3/4/5 (output on 1 and 2), isolate, run the job."""
+    """In a fork of the server: move the pipes to 3/4 (output on 1 and 2) and run the checker process."""
     code = 70
     try:
         import fcntl
 
-        high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 1000) for fd in fds]  # out of the way of 0..5
-        job_r, token_r, verdict_w, out_w = high
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 1000) for fd in fds]  # out of the way of 0..4
+        job_r, verdict_w, out_w = high
         os.dup2(out_w, 1)
         os.dup2(out_w, 2)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
-        for target, fd in zip((JOB_FD, TOKEN_FD, VERDICT_FD), (job_r, token_r, verdict_w)):
+        for target, fd in zip((JOB_FD, VERDICT_FD), (job_r, verdict_w)):
             os.dup2(fd, target)
         os.closerange(VERDICT_FD + 1, 65536)
-        for fd in (JOB_FD, TOKEN_FD, VERDICT_FD):
+        for fd in (JOB_FD, VERDICT_FD):
             os.set_inheritable(fd, False)
         sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False, buffering=1)
         sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False, buffering=1)
         from . import sandbox
 
-        plan = sandbox.Plan(**request["plan"])
-        sandbox.enter(plan, request["job_dir"])
-        run_job(JOB_FD, TOKEN_FD, VERDICT_FD)
+        run_job(JOB_FD, VERDICT_FD, sandbox.Plan(**request["plan"]), request["job_dir"])
     except BaseException as exc:
         try:
-            os.write(2, f"verdict process: {type(exc).__name__}: {exc}\n".encode())
+            os.write(2, f"checker process: {type(exc).__name__}: {exc}\n".encode())
         except OSError:
             pass
     os._exit(code)
 
 
 def stdio() -> None:
-    """In a container: the token (first line) and the job on stdin, the verdict on the original stdout."""
+    """In a container: the job on stdin, the verdict on the original stdout (the learner's process gets neither)."""
+    from . import sandbox
+
     verdict_fd = os.dup(1)
     os.dup2(2, 1)
     os.set_inheritable(verdict_fd, False)
-    token_r, token_w = os.pipe()
     job_r, job_w = os.pipe()
-    data = sys.stdin.buffer.read()
-    newline = data.find(b"\n")
-    os.write(token_w, data[:newline + 1])
-    os.close(token_w)
-    job = data[newline + 1:]
-    del data  # the token stays only in the pipe the keeper reads
+    job = sys.stdin.buffer.read()
     pid = os.fork()  # the job may be larger than a pipe holds
     if pid == 0:
         os.close(job_r)
@@ -186,4 +184,4 @@ def stdio() -> None:
         os._exit(0)
     os.close(job_w)
     del job
-    run_job(job_r, token_r, verdict_fd)
+    run_job(job_r, verdict_fd, sandbox.Plan(), os.getcwd())

@@ -5,12 +5,13 @@
 * **The master copy decides.** Each submission is matched to a master (solution) notebook
   (``masters.py``); the exercise list, the points and the setup cells come from the master. The
   submission's check cells, comments, extra cells and stored outputs are never run or read.
-* **One verdict process per exercise** (``verdict.py``, isolated by ``sandbox.py``, started by
-  ``runner.py``): the master's setup cells, then the learner's exercise cells of that notebook up to
-  and including the graded one (no other learner code runs), then the checker's own
-  ``verdict(key, candidate)``. The verdict comes back on a pipe with a random token; anything else
-  (a process that prints a pass line, exits early, or changes the course's or torch's functions)
-  earns nothing.
+* **Two processes per exercise** (started by ``runner.py``): the *learner's process*
+  (``worker.py``, isolated by ``sandbox.py``) runs the master's setup cells, then the learner's
+  exercise cells of that notebook up to and including the graded one (no other learner code runs);
+  the *checker process* (``verdict.py``) runs the checker's own ``verdict(key, candidate)`` and
+  reaches the learner's function or class only through plain data (``remote.py``, ``wire.py``). Only
+  the checker process can write the verdict; a learner's process that prints a pass line, exits
+  early, or changes the course's or torch's functions changes nothing the checker computes.
 * **Every file gets a row**: notebooks under any extension, empty and broken files, JSON nested too
   deeply, non-notebooks, folders named ``*.ipynb``, FIFOs and devices (never opened in a way that
   could wait), symlinks (reported, never followed out of the folder, never merged into their target's
@@ -47,6 +48,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import masters as M
+from . import sandbox
 from .submitted import MAX_BYTES, MAX_DEPTH, NotRegular, cell, escape, file_stamp, number, read_bytes, too_deep
 
 STATUSES = ("passed", "failed", "not attempted", "error", "timed out", "missing")
@@ -402,11 +404,12 @@ def summary(results: list[Result], keys: list[str], top: int = 3) -> str:
 
 
 UNTRUSTED = (
-    "encoder-course grade: not run. As an ordinary user, each submission's code would run as you: it could "
-    "read your files (other submissions, the solutions, your home folder), reach the network and leave "
-    "processes behind. Grade as root (each exercise then runs as 'nobody' in its own namespaces), or with "
-    "--isolate container (Docker or Podman), or, if you trust every file you grade, pass "
-    "--trust-submissions.\n")
+    "encoder-course grade: not run. As an ordinary user without bubblewrap, each submission's code would run "
+    "as you: it could read your files (other submissions, the solutions, your home folder), reach the network "
+    "and leave processes behind. Install bubblewrap (the package bubblewrap: each exercise then runs in its "
+    "own namespaces, seeing only Python and the course), grade as root (each exercise then runs as 'nobody' "
+    "in its own namespaces), or with --isolate container (Docker or Podman), or, if you trust every file you "
+    "grade, pass --trust-submissions.\n")
 
 
 class Interrupted(BaseException):
@@ -425,7 +428,7 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
     """Grade every file under ``paths``; returns the results and the exit code (0, 2, or 128+signal).
 
     ``jobs`` submissions are graded at once (0: one per core), each by a runner of its own. Without
-    root and without a container, the learner's code would run as the teacher: that needs ``trust``
+    root, bubblewrap or a container, the learner's code would run as the teacher: that needs ``trust``
     (``--trust-submissions``), or the run stops before it starts.
     """
     from .runner import RunnerError, VerdictRunner
@@ -449,8 +452,9 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
         out.write("no files found to grade\n")
         return [], 2
     as_user = isolate == "process" and (os.name != "posix" or os.geteuid() != 0)
-    if as_user and not trust and (runner_options or {}).get("drop_privileges", True) \
-            and any(e.nb is not None for e in entries):
+    options = runner_options or {}
+    if as_user and not trust and options.get("drop_privileges", True) and any(e.nb is not None for e in entries) \
+            and not (options.get("allow_namespaces", True) and sandbox.find_bwrap()):
         out.write(UNTRUSTED)
         return [], 2
     kept_rows = read_csv(csv_path) if resume and csv_path else []

@@ -1,9 +1,10 @@
-"""Starting verdict processes for the grader and reading their verdicts, with hard limits.
+"""Starting checker processes for the grader and reading their verdicts, with hard limits.
 
-``VerdictRunner.run(job)`` starts one verdict process (``encoder_course.course.verdict``) and returns
-an :class:`Outcome`. On Linux the processes are forks of a warm fork server (torch and the course
-imported once per run, so a verdict costs a fraction of a second); elsewhere each one is a fresh
-interpreter; with ``mode="container"`` each one is a ``docker``/``podman run``.
+``VerdictRunner.run(job)`` starts one checker process (``encoder_course.course.verdict``, which starts
+the learner's process below it) and returns an :class:`Outcome`. On Linux the checker processes are
+forks of a warm fork server (torch and the course imported once per run, so a verdict costs a
+fraction of a second); elsewhere each one is a fresh interpreter; with ``mode="container"`` each one
+is a ``docker``/``podman run``. Only the checker process holds the verdict pipe.
 
 The grader keeps the clock: it waits on the process's pipes with ``select`` until the verdict
 arrives or the time is up (a stopped or busy process cannot hold it up), keeps at most
@@ -13,7 +14,6 @@ kills the process's session and every process below the fork server.
 
 from __future__ import annotations
 
-import hmac
 import json
 import os
 import secrets
@@ -39,7 +39,6 @@ class Outcome:
     status: str  # passed, failed, not attempted, error, timed out
     message: str = ""
     notes: str = ""
-    tamper: bool = False
     seconds: float = 0.0
     output: str = ""  # the first output_cap bytes it printed
     output_bytes: int = 0
@@ -88,10 +87,15 @@ class VerdictRunner:
         self.sock: socket.socket | None = None
         self.engine: str | None = None
         self.counter = 0
+        self.prefix: list[str] = []  # bubblewrap's command around the fork server (an ordinary user's run)
+        self.inner: int | None = None  # the fork server's own pid (below bubblewrap's, with a prefix)
         self.stopping = False  # set by interrupt(): no new verdict process, no new server
         self.current: int | None = None  # the verdict process now running (its pid)
         self.baseline = {(p.pid, _created(p)) for p in sandbox.descendants()}
         self.was_subreaper = sandbox.make_subreaper()
+        # A submission run as this user (no root, no bubblewrap) cannot open this process's pipes or memory
+        # through /proc/<pid>/fd or /proc/<pid>/mem.
+        sandbox.prctl(sandbox.PR_SET_DUMPABLE, 0)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -114,23 +118,31 @@ class VerdictRunner:
                     "Start the engine, or grade with --isolate process (the default).")
             self.plan = sandbox.Plan(memory_mb=self.memory_mb, cpu_s=cpu)
             return
+        options = dict(hide=self.hide, hide_files=self.hide_files, memory_mb=self.memory_mb, cpu_s=cpu,
+                       drop_privileges=self.drop_privileges)
+        if self.fork_server and self.drop_privileges and self.allow_namespaces and os.geteuid() != 0:
+            bwrap = sandbox.find_bwrap()  # an ordinary user: the whole fork server runs in bubblewrap
+            if bwrap:
+                self.plan = sandbox.make_plan(**options, bwrap=bwrap)
+                self.prefix = sandbox.bwrap_command(self.plan, self.base)
+                self._start_server()
+                return
         namespaces = False
         if self.fork_server:
             namespaces = self._start_server()
-        self.plan = sandbox.make_plan(hide=self.hide, hide_files=self.hide_files, memory_mb=self.memory_mb,
-                                      cpu_s=cpu, namespaces_available=namespaces and self.allow_namespaces,
-                                      drop_privileges=self.drop_privileges)
+        self.plan = sandbox.make_plan(**options, namespaces_available=namespaces and self.allow_namespaces)
         if self.plan.uid is not None:
             os.chown(self.base, 0, 0)
 
     def _start_server(self) -> bool:
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         home = os.path.join(self.base, "server")
-        os.mkdir(home, 0o700)
+        os.makedirs(home, 0o700, exist_ok=True)
         log = open(os.path.join(self.base, "server.log"), "wb")
         try:
             self.server = subprocess.Popen(
-                [sys.executable, "-s", "-m", "encoder_course.course.verdict", "serve", str(child.fileno())],
+                self.prefix + [sys.executable, "-s", "-m", "encoder_course.course.verdict", "serve",
+                               str(child.fileno())],
                 pass_fds=[child.fileno()], env=sandbox.clean_environment(home), cwd=home,
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
         finally:
@@ -141,7 +153,14 @@ class VerdictRunner:
         hello = self._receive(HELLO_TIMEOUT, lambda m: m.get("hello"))
         if hello is None:
             raise RunnerError("the verdict fork server did not start: " + self._server_log())
-        self.server_pid = hello["pid"]
+        self.inner = self.server.pid
+        if self.prefix:  # the server's pid inside bubblewrap's PID namespace means nothing here: find it
+            for proc in sandbox.descendants(self.server.pid):
+                try:
+                    if "serve" in proc.cmdline() and "encoder_course.course.verdict" in proc.cmdline():
+                        self.inner = proc.pid
+                except Exception:
+                    pass
         self._send({"op": "warm", "setup": self.setups})
         warm = self._receive(HELLO_TIMEOUT * 2, lambda m: m.get("warm"))
         if warm is None:
@@ -197,7 +216,9 @@ class VerdictRunner:
         with its outcome) and start no other. Call :meth:`close` once the job has returned."""
         self.stopping = True
         pid = self.current
-        if pid is not None:
+        if self.prefix and self.inner is not None:
+            self._kill_below(self.inner)
+        elif pid is not None:
             sandbox.kill_session(pid)
             sandbox.kill_tree(sandbox.descendants(pid))
 
@@ -246,30 +267,29 @@ class VerdictRunner:
         job = dict(job)
         if self.verdict_api:
             job["verdict_api"] = self.verdict_api
-        token = secrets.token_hex(16)
         started = time.monotonic()
         if self.mode == "container":
-            outcome = self._run_container(job, token)
+            outcome = self._run_container(job)
         else:
             if self.fork_server and (self.server is None or self.server.poll() is not None or self.sock is None):
                 self._restart_server()
             job_dir = sandbox.make_job_dir(self.base, self.plan, submission, filename)
             try:
-                outcome = self._run_process(job, token, job_dir)
+                outcome = self._run_process(job, job_dir)
             finally:
                 if self.server is not None:
-                    self._kill_below(self.server.pid)
+                    self._kill_below(self.inner or self.server.pid)
+                    sandbox.resume(self.inner or self.server.pid)  # a learner's SIGSTOP holds up no later job
                 self._sweep()
                 sandbox.remove_tree(job_dir)
         outcome.seconds = time.monotonic() - started
         return outcome
 
-    def _run_process(self, job, token, job_dir) -> Outcome:
+    def _run_process(self, job, job_dir) -> Outcome:
         job_r, job_w = os.pipe()
-        token_r, token_w = os.pipe()
         verdict_r, verdict_w = os.pipe()
         out_r, out_w = os.pipe()
-        theirs = [job_r, token_r, verdict_w, out_w]
+        theirs = [job_r, verdict_w, out_w]
         proc = None
         pid = None
         try:
@@ -279,29 +299,28 @@ class VerdictRunner:
                     self._send({"op": "spawn", "id": self.counter, "plan": self.plan.to_json(),
                                 "job_dir": job_dir}, theirs)
                     spawned = self._receive(HELLO_TIMEOUT, lambda m: m.get("id") == self.counter and "pid" in m)
-                    if spawned is not None:
+                    if spawned is not None and not self.prefix:  # (inside bubblewrap, a pid of its own namespace)
                         pid = self.current = spawned["pid"]
                         _use(pid)
+                    elif spawned is not None:
+                        pid = spawned["pid"]
             else:
                 plan = replace(self.plan, namespaces=False)
-                preexec = (lambda: sandbox.enter(plan, job_dir)) if os.name == "posix" else None
                 proc = subprocess.Popen(
                     [sys.executable, "-s", "-m", "encoder_course.course.verdict", "run",
-                     str(job_r), str(token_r), str(verdict_w)],
-                    pass_fds=[job_r, token_r, verdict_w], stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w,
-                    env=sandbox.clean_environment(job_dir), cwd=job_dir, preexec_fn=preexec)
+                     str(job_r), str(verdict_w), json.dumps(plan.to_json()), job_dir],
+                    pass_fds=[job_r, verdict_w], stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w,
+                    env=sandbox.clean_environment(job_dir), cwd=job_dir, start_new_session=True)
                 pid = self.current = proc.pid
                 _use(pid)
         except Exception as exc:
-            for fd in theirs + [job_w, token_w, verdict_r, out_r]:
+            for fd in theirs + [job_w, verdict_r, out_r]:
                 os.close(fd)
             return Outcome("error", f"the verdict process could not start: {type(exc).__name__}: {exc}")
         for fd in theirs:
             os.close(fd)
-        os.write(token_w, token.encode() + b"\n")
-        os.close(token_w)
         try:
-            return self._collect(job, token, job_w, verdict_r, out_r, lambda: pid, proc,
+            return self._collect(job, job_w, verdict_r, out_r, lambda: pid, proc,
                                  child=pid if self.fork_server else None)
         finally:
             self.current = None
@@ -315,7 +334,7 @@ class VerdictRunner:
                     pass
                 _use(proc.pid, False)
 
-    def _run_container(self, job, token) -> Outcome:
+    def _run_container(self, job) -> Outcome:
         name = f"encoder-course-{secrets.token_hex(6)}"
         cmd = sandbox.container_command(self.engine, self.image, name, self.plan)
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -327,9 +346,8 @@ class VerdictRunner:
         stdin, out, err = (os.dup(f.fileno()) for f in (proc.stdin, proc.stdout, proc.stderr))
         for f in (proc.stdin, proc.stdout, proc.stderr):
             f.close()
-        payload = token.encode() + b"\n" + json.dumps(job).encode()
         try:
-            return self._collect(job, token, stdin, out, err, lambda: proc.pid, proc, payload=payload)
+            return self._collect(job, stdin, out, err, lambda: proc.pid, proc)
         finally:
             subprocess.run([self.engine, "kill", name], capture_output=True, timeout=30)
             sandbox.kill_session(proc.pid)
@@ -338,9 +356,9 @@ class VerdictRunner:
             _use(proc.pid, False)
             self.current = None
 
-    def _collect(self, job, token, job_w, verdict_r, out_r, get_pid, proc, payload=None, child=None) -> Outcome:
+    def _collect(self, job, job_w, verdict_r, out_r, get_pid, proc, child=None) -> Outcome:
         """Feed the job, read output and verdict until a verdict, the end of the process, or the deadline."""
-        pending = payload if payload is not None else json.dumps(job).encode()
+        pending = json.dumps(job).encode()
         for fd in (job_w, verdict_r, out_r):
             _nonblocking(fd)
         deadline = time.monotonic() + self.timeout
@@ -380,7 +398,8 @@ class VerdictRunner:
                         message = json.loads(data.decode())
                         if message.get("id") == self.counter and "pid" in message:
                             child = message["pid"]
-                            _use(child)
+                            if not self.prefix:
+                                _use(child)
                         elif "exit" in message and message["exit"] == child:
                             exited = True
                         continue
@@ -400,7 +419,7 @@ class VerdictRunner:
                         elif len(verdict_buf) < VERDICT_CAP:
                             verdict_buf += data
                 if verdict_buf:
-                    found, invalid = _parse_verdicts(verdict_buf, token)
+                    found, invalid = _parse_verdicts(verdict_buf)
                     if found is not None:
                         break
                 if gone_at is None and (exited or (proc is not None and proc.poll() is not None)):
@@ -415,24 +434,19 @@ class VerdictRunner:
                     os.close(fd)
                 except OSError:
                     pass
-            if child is not None:
+            if child is not None and not self.prefix:
                 sandbox.kill_session(child)
                 _use(child, False)
         text = bytes(output).decode("utf-8", "replace")
         if found is not None:
-            out = Outcome(found["status"], _text(found.get("message", "")), _text(found.get("notes", "")),
-                          bool(found.get("tamper")), output=text, output_bytes=output_bytes)
-            if invalid:
-                out.status, out.tamper = "failed", True
-                out.message = ("something other than the checker wrote on the verdict channel"
-                               + (f"; {out.message}" if out.message and out.status != "passed" else ""))
-            return out
+            return Outcome(found["status"], _text(found.get("message", "")), _text(found.get("notes", "")),
+                           output=text, output_bytes=output_bytes)
         if time.monotonic() >= deadline:
             return Outcome("timed out", f"no verdict within {self.timeout:g} s (the process was killed)",
                            output=text, output_bytes=output_bytes)
-        why = "the verdict process ended without a verdict"
+        why = "the checker process ended without a verdict"
         if invalid:
-            why += " (it wrote something else on the verdict channel)"
+            why += " (its verdict line could not be read)"
         last = [line for line in text.strip().splitlines() if line.strip()]
         if last:
             why += f"; its last output: {last[-1][:200]}"
@@ -462,8 +476,8 @@ def _drained(fd: int) -> bool:
         return True
 
 
-def _parse_verdicts(buf: bytes, token: str):
-    """``(verdict or None, number of other lines)``: a verdict is a JSON line carrying the run's token."""
+def _parse_verdicts(buf: bytes):
+    """``(verdict or None, number of other lines)``: a verdict is a JSON line with a status and text."""
     found, invalid = None, 0
     lines = buf.split(b"\n")
     for line in lines[:-1]:  # the last piece is not complete yet
@@ -472,9 +486,7 @@ def _parse_verdicts(buf: bytes, token: str):
         except (UnicodeDecodeError, ValueError, RecursionError):  # not JSON, or nested to exhaust the parser
             invalid += 1
             continue
-        if (isinstance(message, dict) and isinstance(message.get("token"), str)
-                and hmac.compare_digest(message["token"].encode("utf-8", "surrogatepass"), token.encode())
-                and message.get("status") in ("passed", "failed", "not attempted", "error")
+        if (isinstance(message, dict) and message.get("status") in ("passed", "failed", "not attempted", "error")
                 and isinstance(message.get("message", ""), str) and isinstance(message.get("notes", ""), str)):
             if found is None:
                 found = message

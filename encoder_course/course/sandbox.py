@@ -58,6 +58,7 @@ class Plan:
     hide: list = field(default_factory=list)  # folders covered by an empty read-only folder
     hide_files: list = field(default_factory=list)  # files covered by /dev/null
     keep_in_tmp: list = field(default_factory=list)  # needed folders under /tmp, /var/tmp, /dev/shm: bound back
+    bwrap: str | None = None  # an ordinary user's run: the fork server lives in this bubblewrap
     memory_mb: int = 4096
     cpu_s: int = 120
     file_mb: int = 64
@@ -66,7 +67,11 @@ class Plan:
     def describe(self) -> str:
         parts = []
         parts.append(f"as uid {self.uid}" if self.uid is not None else f"as uid {os.geteuid()} (yours)")
-        parts.append("own mount/PID/network namespaces" if self.namespaces else "no namespaces")
+        if self.bwrap:
+            parts.append("in bubblewrap (own user/mount/PID/network namespaces, only the Python environment "
+                         "and the course visible, read-only)")
+        else:
+            parts.append("own mount/PID/network namespaces" if self.namespaces else "no namespaces")
         parts.append(f"memory {self.memory_mb} MB")
         return ", ".join(parts)
 
@@ -197,16 +202,22 @@ def plan_exposure(paths: list[str]) -> tuple[list, list[str]]:
 
 
 def make_plan(*, hide=(), hide_files=(), memory_mb=4096, cpu_s=120, namespaces_available=False,
-              drop_privileges=True) -> Plan:
-    """The isolation this run can have: drop to ``nobody`` when root, namespaces where they work."""
+              drop_privileges=True, bwrap: str | None = None) -> Plan:
+    """The isolation this run can have: drop to ``nobody`` when root, namespaces where they work,
+    bubblewrap (``bwrap``, its path) for an ordinary user."""
     plan = Plan(memory_mb=int(memory_mb), cpu_s=int(cpu_s))
     if not drop_privileges:
         plan.warnings.append("verdict processes run as your user, without namespaces (asked for)")
         return plan
     if os.name != "posix" or os.geteuid() != 0:
+        if bwrap:
+            plan.bwrap = bwrap
+            _hide(plan, hide, hide_files)
+            return plan
         plan.warnings.append(
-            "the grader is not root: verdict processes run as your user (they can read what you can); "
-            "use --isolate container, or run the grader as root so they run as 'nobody'")
+            "the grader is not root and bubblewrap (bwrap) is not installed: verdict processes run as your user "
+            "(they can read what you can); install bubblewrap, use --isolate container, or run the grader as root "
+            "so they run as 'nobody'")
         return plan
     expose, problems = plan_exposure(needed_paths())
     if problems:
@@ -221,13 +232,7 @@ def make_plan(*, hide=(), hide_files=(), memory_mb=4096, cpu_s=120, namespaces_a
     plan.namespaces = namespaces_available
     plan.expose = expose
     needed = needed_paths()
-    for h in hide:
-        h = os.path.realpath(h)
-        if not os.path.isdir(h) or any(n == h or n.startswith(h.rstrip("/") + "/") for n in needed):
-            continue
-        if h not in plan.hide:
-            plan.hide.append(h)
-    plan.hide_files = sorted({os.path.realpath(f) for f in hide_files})
+    _hide(plan, hide, hide_files)
     plan.keep_in_tmp = [n for n in needed if any(n.startswith(t + "/") for t in PRIVATE_TMP)]
     if plan.keep_in_tmp and namespaces_available:
         plan.warnings.append("the Python environment or the course lies under a temporary folder ("
@@ -236,6 +241,82 @@ def make_plan(*, hide=(), hide_files=(), memory_mb=4096, cpu_s=120, namespaces_a
     if not namespaces_available:
         plan.warnings.append("no namespaces: verdict processes can see other processes and the network")
     return plan
+
+
+def _hide(plan: Plan, hide, hide_files) -> None:
+    """The folders (not holding a needed one) and files to cover in the verdict processes' view."""
+    needed = needed_paths()
+    for h in hide:
+        h = os.path.realpath(h)
+        if not os.path.isdir(h) or any(n == h or n.startswith(h.rstrip("/") + "/") for n in needed):
+            continue
+        if h not in plan.hide:
+            plan.hide.append(h)
+    plan.hide_files = sorted({os.path.realpath(f) for f in hide_files})
+
+
+# ----------------------------------------------------------------------------------------------
+# Bubblewrap, for an ordinary user
+
+
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
+
+
+def find_bwrap() -> str | None:
+    """The path of a bubblewrap that works here (it needs unprivileged user namespaces), else None."""
+    exe = shutil.which("bwrap")
+    if not exe or not sys.platform.startswith("linux"):
+        return None
+    try:
+        done = subprocess.run([exe, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"],
+                              capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return exe if done.returncode == 0 else None
+
+
+def bwrap_command(plan: Plan, base: str) -> list[str]:
+    """The bubblewrap around the fork server: nothing of the host but the system's folders, the Python
+    environment and the course (read-only), the grader's job folders (read-only, copied in per job); its
+    own size-limited /tmp; no network, no other process, no home, submissions, masters or gradebook."""
+    cmd = [plan.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    for d in SYSTEM_DIRS:
+        cmd += ["--ro-bind-try", d, d]
+    cmd += ["--dev", "/dev", "--proc", "/proc", "--size", str(JOB_TMPFS_MB * 1024 * 1024), "--tmpfs", "/tmp"]
+    bound = needed_paths() + [base]
+    for p in bound:
+        cmd += ["--ro-bind", p, p]
+    inside = [p for p in bound + list(SYSTEM_DIRS)]
+
+    def visible(path):
+        return any(path.startswith(p.rstrip("/") + "/") for p in inside)
+
+    for h in plan.hide:
+        if visible(h):
+            cmd += ["--tmpfs", h, "--remount-ro", h]
+    for f in plan.hide_files:
+        if visible(f) and os.path.isfile(f):
+            cmd += ["--ro-bind", "/dev/null", f]
+    return cmd
+
+
+def clear_folder(path: str) -> None:
+    """Empty ``path`` of whatever a learner's process left there, folders it made unreadable included."""
+    for root, dirs, _files in os.walk(path):
+        for d in dirs:
+            try:
+                os.chmod(os.path.join(root, d), 0o700)
+            except OSError:
+                pass
+    for name in os.listdir(path):
+        target = os.path.join(path, name)
+        if os.path.isdir(target) and not os.path.islink(target):
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            try:
+                os.unlink(target)
+            except OSError:
+                pass
 
 
 def clean_environment(job_dir: str) -> dict[str, str]:
@@ -310,8 +391,8 @@ def _limits(plan: Plan) -> None:
     setlimit(resource.RLIMIT_FSIZE, plan.file_mb * mb)
     setlimit(resource.RLIMIT_CORE, 0)
     setlimit(resource.RLIMIT_NOFILE, 256)
-    if plan.uid is not None and hasattr(resource, "RLIMIT_NPROC"):
-        setlimit(resource.RLIMIT_NPROC, 256)
+    if (plan.uid is not None or plan.bwrap) and hasattr(resource, "RLIMIT_NPROC"):
+        setlimit(resource.RLIMIT_NPROC, 256)  # in bubblewrap's user namespace: counts only the sandbox's
 
 
 def _mounts(plan: Plan, job_dir: str) -> str:
@@ -386,6 +467,9 @@ def enter(plan: Plan, job_dir: str, *, fork_for_pid_namespace: bool = True) -> s
                 _, status = os.waitpid(pid, 0)
                 os._exit(os.waitstatus_to_exitcode(status) & 0xFF if os.WIFEXITED(status) else 111)
         inside = _mounts(plan, job_dir)
+    elif plan.bwrap:  # the job folder is bound read-only: work on a copy in the sandbox's own small /tmp
+        inside = "/tmp/job"
+        shutil.copytree(job_dir, inside, symlinks=True)
     _limits(plan)
     if plan.uid is not None:
         os.setgroups([])
@@ -473,6 +557,14 @@ def kill_tree(procs) -> None:
         left = still
         if left:
             time.sleep(0.01)
+
+
+def resume(pid: int) -> None:
+    """SIGCONT to ``pid`` (the fork server, which a learner's process of the same user may have stopped)."""
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except OSError:
+        pass
 
 
 def kill_session(pid: int) -> None:

@@ -1,0 +1,387 @@
+"""The learner's process when a notebook is graded: it runs the submission's cells, then answers the checker.
+
+The checker runs in another process (``verdict.py``), which no learner code ever reaches. This one
+runs the master's setup cells and the learner's exercise cells, says whether the graded name is
+defined, and then serves the checker's requests on two pipes, in plain data only (``wire.py``):
+
+``call``      call the learner's function (or class, or built module) with arguments; the reply has the
+              result, the arguments the call changed in place, what it printed and the random state after
+              (and, when asked, the torch operations it ran: the online softmax must work block by block);
+``backward``  the gradients of an earlier call's outputs for its inputs and parameters;
+``release``   forget built modules and kept calls.
+
+Every call runs under the course's time limit and with the exercise's own answer out of reach (the
+checkers' ``_reference_locked``, in new threads too). Whatever this process does, the checker sees
+only what it sends; a reply it cannot read fails that exercise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import threading
+import warnings
+
+REQUEST_FD, REPLY_FD = 3, 4
+KEPT_CALLS = 8
+
+
+class _Shell:
+    """The little of ``get_ipython()`` a graded cell may use: ``%matplotlib`` and ``%time`` only."""
+
+    def __init__(self, ns):
+        self.user_ns = ns
+
+    def run_line_magic(self, name, line, _stack_depth=1):
+        if name == "matplotlib":
+            return None
+        if name in ("time", "timeit"):
+            exec(compile(line, "<magic>", "exec"), self.user_ns)
+            return None
+        raise RuntimeError(f"the magic %{name} does not run when notebooks are graded")
+
+    def run_cell_magic(self, name, line, cell):
+        if name in ("time", "timeit", "capture"):
+            exec(compile(cell, "<magic>", "exec"), self.user_ns)
+            return None
+        raise RuntimeError(f"the cell magic %%{name} does not run when notebooks are graded")
+
+    def system(self, cmd, *args, **kwargs):
+        raise RuntimeError("shell commands (!...) do not run when notebooks are graded")
+
+    getoutput = system
+
+
+def transformer():
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        return TransformerManager().transform_cell
+    except Exception:  # IPython missing: plain Python only
+        return lambda source: source
+
+
+def new_namespace() -> dict:
+    ns = {"__name__": "__main__", "__builtins__": __builtins__}
+    shell = _Shell(ns)
+    ns["get_ipython"] = lambda: shell
+    return ns
+
+
+def describe_error(exc: BaseException, filename: str) -> str:
+    """``"NameError: name 'x' is not defined (line 3)"``, the line taken from the cell's own frames."""
+    line = getattr(exc, "lineno", None) if isinstance(exc, SyntaxError) else None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    text = str(exc).strip().splitlines()
+    where = f" (line {line})" if line else ""
+    return f"{type(exc).__name__}: {text[0][:300] if text else ''}{where}".strip()
+
+
+def run_cells(ns: dict, cells, transform) -> list[tuple[dict, BaseException | None]]:
+    results = []
+    for cell in cells:
+        filename = f"<{cell.get('label', 'cell')}>"
+        try:
+            exec(compile(transform(cell["source"]), filename, "exec"), ns)
+            results.append((cell, None))
+        except BaseException as exc:  # SystemExit and KeyboardInterrupt too: the run goes on
+            results.append((cell, exc))
+    return results
+
+
+# ----------------------------------------------------------------------------------------------
+# The cells
+
+
+def run_submission(job: dict) -> tuple[object, dict]:
+    """Run the setup and exercise cells; return (the graded object or None, the hello reply)."""
+    transform, ns = transformer(), new_namespace()
+    for _, exc in run_cells(ns, [{"source": s, "label": "setup cell"} for s in job["setup"]], transform):
+        if exc is not None:
+            return None, {"error": f"the course's setup cell failed: {describe_error(exc, '<setup cell>')}"}
+    notes, graded_error = [], None
+    for cell, exc in run_cells(ns, job["cells"], transform):
+        if exc is not None:
+            text = describe_error(exc, f"<{cell.get('label', 'cell')}>")
+            if cell.get("graded"):
+                graded_error = text
+            else:
+                notes.append(f"{cell.get('label', 'an earlier cell')} raised {text}")
+    name = job["name"]
+    if name not in ns:
+        why = f"the exercise cell raised {graded_error}" if graded_error else "the exercise cell does not define it"
+        return None, {"error": f"{name} is not defined after running the exercise cell: {why}", "notes": notes}
+    if graded_error:
+        notes.append(f"the exercise cell raised {graded_error} (after defining {name})")
+    return ns[name], {"notes": notes, **_kind(ns[name])}
+
+
+def _kind(obj) -> dict:
+    import torch
+
+    if isinstance(obj, torch.nn.Module):
+        return {"kind": "module", "type": type(obj).__name__}
+    if isinstance(obj, type):
+        return {"kind": "class", "type": "type", "name": str(getattr(obj, "__name__", "")), **_signature(obj)}
+    if callable(obj):
+        return {"kind": "function", "type": type(obj).__name__, "name": str(getattr(obj, "__name__", "")),
+                **_signature(obj)}
+    return {"kind": "other", "type": type(obj).__name__}
+
+
+def _signature(obj) -> dict:
+    """The parameters a callable takes, as [name, kind, default] (the default only when it is plain)."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(obj).parameters.values())[:64]
+    except (TypeError, ValueError):
+        return {}
+    plain = (bool, int, float, str, type(None))
+    return {"signature": [[p.name, int(p.kind), [p.default] if type(p.default) in plain else []] for p in params]}
+
+
+# ----------------------------------------------------------------------------------------------
+# Describing and updating modules
+
+
+def describe(module) -> list:
+    """Every submodule: its path, class name, mode, parameters, buffers, tensor and plain attributes."""
+    import torch
+
+    tree = []
+    for path, sub in module.named_modules():
+        plain = {k: v for k, v in list(vars(sub).items())[:200]
+                 if not k.startswith("_") and (v is None or type(v) in (bool, int, float, str))}
+        tree.append({
+            "path": path, "type": type(sub).__name__[:80], "training": bool(sub.training),
+            "params": [[k, v] for k, v in sub._parameters.items()],  # None too: nn.Linear(bias=False)
+            "buffers": [[k, v, k not in sub._non_persistent_buffers_set] for k, v in sub._buffers.items()
+                        if v is not None],
+            "tensors": [[k, v] for k, v in vars(sub).items() if type(v) is torch.Tensor],
+            "attrs": plain,
+        })
+    return tree
+
+
+def apply_state(module, state: list) -> list:
+    """Give ``module`` the checker's values (what it set, in place or not); return its parameters in order."""
+    import torch
+
+    subs = dict(module.named_modules())
+    params = []
+    with torch.no_grad():
+        for entry in state:
+            sub = subs.get(entry["path"])
+            if sub is None:
+                continue
+            sub.training = bool(entry["training"])
+            for kind, store in (("params", sub._parameters), ("buffers", sub._buffers)):
+                for name, value in entry[kind]:
+                    old = store.get(name)
+                    if not isinstance(old, torch.Tensor) or not isinstance(value, torch.Tensor):
+                        continue
+                    if old.shape == value.shape and old.dtype == value.dtype:
+                        old.copy_(value)
+                    else:
+                        old.data = value
+                    if kind == "params":
+                        old.requires_grad_(value.requires_grad)
+                        params.append(old)
+            for name, value in entry["tensors"]:
+                object.__setattr__(sub, name, value)
+    return params
+
+
+# ----------------------------------------------------------------------------------------------
+# Serving the checker
+
+
+class Server:
+    def __init__(self, candidate, key: str):
+        from encoder_course.checks import _run
+        from encoder_course.checks.registry import exercise
+
+        self.candidate, self.modules, self.graphs = candidate, {}, {}
+        self.codes = _run._reference_codes(exercise(key))
+        if _kind(candidate)["kind"] == "module":  # an instance given where a class is asked for
+            self.modules[0] = candidate
+
+    def handle(self, request: dict) -> dict:
+        op = request.get("op")
+        if op == "call":
+            return self.call(request)
+        if op == "backward":
+            return self.backward(request)
+        if op == "release":
+            self.modules.clear()
+            self.graphs.clear()
+            return {}
+        return {"problem": f"unknown request {op!r}"}
+
+    def _guarded(self, fn):
+        """Run ``fn()`` as the checkers run learner code: time limit, answer out of reach, output held."""
+        from encoder_course.checks import _run, _timer
+
+        printed = io.StringIO()
+        _run._LOCK.codes, _run._LOCK.used = self.codes, None
+        threading.settrace(_thread_tracer(self.codes))
+        outcome = {}
+        try:
+            with _timer.time_limit(_run._time_limit_in_force()) as timer, _run._reference_locked(), \
+                    contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), \
+                    warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                outcome["value"] = fn()
+        except _run._UsedReference:
+            outcome["error"] = {"reference": True}
+        except _timer.Timeout:
+            outcome["error"] = {"timeout": True, "waited": bool(timer.waited)}
+        except Exception as exc:
+            outcome["error"] = _exception(exc)
+        finally:
+            threading.settrace(None)
+        if _run._LOCK.used:
+            outcome["error"] = {"reference": True}
+        outcome["used"] = _run._LOCK.used or ""
+        outcome["printed"] = printed.getvalue()[-20000:]
+        return outcome
+
+    def call(self, request: dict) -> dict:
+        import torch
+
+        target = request.get("target")
+        obj = self.candidate if target is None else self.modules.get(target[0])
+        if obj is None:
+            return {"problem": "no such module"}
+        params = []
+        if target is not None:
+            params = apply_state(obj, request["state"])
+            obj = obj.get_submodule(target[1])
+        args, kwargs = request["args"], request["kwargs"]
+        inputs = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
+        before = [t.detach().clone() for t in inputs]
+        torch.set_rng_state(request["rng"])
+        grad = bool(request["grad"])
+        recorder = None
+        if request.get("record"):
+            from encoder_course.checks.blockwise import _Recorder
+
+            recorder = _Recorder()
+        outcome = self._guarded(lambda: _call(obj, args, kwargs, grad, recorder))
+        reply = {"printed": outcome["printed"], "used": outcome["used"], "rng": torch.get_rng_state()}
+        if recorder is not None:
+            reply["ops"] = [[name, [list(s) for s in outs], [list(s) for s in ins]]
+                            for name, outs, ins in recorder.ops[:100_000]]
+        if "error" in outcome:
+            reply["error"] = outcome["error"]
+        else:
+            value = outcome["value"]
+            if isinstance(value, torch.nn.Module):
+                handle = len(self.modules)
+                self.modules[handle] = value
+                reply["module"] = [handle, describe(value)]
+            else:
+                reply["value"] = value
+                outs = value if isinstance(value, (tuple, list)) else (value,)
+                if grad and any(isinstance(o, torch.Tensor) and o.requires_grad for o in outs):
+                    leaves = [t for t in inputs if t.requires_grad] + [p for p in params if p.requires_grad]
+                    self.graphs[request["id"]] = (outs, leaves)
+                    for old in list(self.graphs)[:-KEPT_CALLS]:
+                        del self.graphs[old]
+                    reply["grad_outputs"] = [isinstance(o, torch.Tensor) and o.requires_grad for o in outs]
+        reply["changed"] = [[i, t] for i, (t, old) in enumerate(zip(inputs, before))
+                            if t.shape != old.shape or not torch.equal(t.detach(), old)]
+        if target is not None:
+            reply["state"] = describe(self.modules[target[0]])
+        return reply
+
+    def backward(self, request: dict) -> dict:
+        import torch
+
+        kept = self.graphs.pop(request.get("call"), None)
+        if kept is None:
+            return {"problem": "no such call"}
+        outs, leaves = kept
+        pairs = [(o, g) for o, g in zip(outs, request["grads"]) if isinstance(o, torch.Tensor) and o.requires_grad]
+
+        def run():
+            with torch.enable_grad():
+                return torch.autograd.grad([o for o, _ in pairs], leaves, [g.to(o.dtype) for o, g in pairs],
+                                           allow_unused=True)
+
+        outcome = self._guarded(run)
+        if "error" in outcome:
+            return {"error": outcome["error"]}
+        return {"grads": list(outcome["value"])}
+
+
+def _call(obj, args, kwargs, grad, recorder=None):
+    import torch
+
+    with torch.set_grad_enabled(grad), recorder if recorder is not None else contextlib.nullcontext():
+        return obj(*args, **kwargs)
+
+
+def _thread_tracer(codes):
+    """The reference lock for threads the learner's code starts during a call."""
+    from encoder_course.checks import _run
+
+    def tracer(frame, event, arg):
+        if event == "call" and frame.f_code in codes:
+            _run._LOCK.used = codes[frame.f_code]
+            raise _run._UsedReference()
+
+    return tracer
+
+
+def _exception(exc: BaseException) -> dict:
+    """An exception as plain data: its class name, the built-in classes it derives from, its text."""
+    import builtins
+
+    bases = [k.__name__ for k in type(exc).__mro__ if getattr(builtins, k.__name__, None) is k
+             and issubclass(k, Exception)]
+    args = [a for a in exc.args if a is None or type(a) in (bool, int, float) or (type(a) is str and len(a) < 4000)]
+    return {"type": type(exc).__name__[:80], "bases": bases[:8], "message": str(exc)[:4000],
+            "args": args if len(args) == len(exc.args) <= 8 else None}
+
+
+def serve(job: dict, request_fd: int = REQUEST_FD, reply_fd: int = REPLY_FD) -> None:
+    """Run the submission, then answer the checker until it closes the channel; never returns."""
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+        candidate, hello = run_submission(job)
+        answer(candidate, hello, job["key"], request_fd, reply_fd)
+    finally:
+        sys.stdout.flush()
+        os._exit(0)
+
+
+def answer(candidate, hello: dict, key: str, request_fd: int, reply_fd: int) -> None:
+    """Say what the graded name is, then answer the checker's requests until it closes the channel."""
+    from . import wire
+
+    server = Server(candidate, key)
+    if 0 in server.modules:
+        hello["module"] = [0, describe(candidate)]
+    wire.send(reply_fd, wire.encode({"hello": hello}))
+    while True:
+        try:
+            request = wire.decode(wire.receive(request_fd))
+        except EOFError:
+            return
+        reply = server.handle(request)
+        try:
+            data = wire.encode(reply)
+        except wire.Malformed as exc:  # a result that cannot be sent: a complex or sparse tensor, say
+            data = wire.encode({"rng": reply.get("rng"), "error": {
+                "type": "TypeError", "bases": ["TypeError"], "message": f"it returned {exc}"}})
+        wire.send(reply_fd, data)

@@ -1,0 +1,81 @@
+"""The plain-data protocol between the checker and the learner's process, and verdicts through it.
+
+The grader runs the checker in a process of its own and reaches the learner's function or class only
+through ``wire`` messages (``remote.py`` on the checker's side, ``worker.py`` on the learner's). These
+tests check that every message is validated on arrival, and that the checker gives the same verdict,
+word for word, whether it holds the learner's object or a stand-in for it in another process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from encoder_course.course import wire
+
+
+def _round_trip(value):
+    return wire.decode(json.loads(json.dumps(wire.encode(value))))
+
+
+def test_values_cross_as_plain_data():
+    x = torch.randn(2, 3)
+    got = _round_trip({"t": x, "again": x, "mask": torch.tensor([True, False]), "n": 3, "f": float("nan"),
+                       "pair": (1, "a"), "list": [None, True], "half": torch.ones(2, dtype=torch.bfloat16),
+                       "np": np.int64(7), "scalar": torch.tensor(2.5), "empty": torch.zeros(0, 4)})
+    assert torch.equal(got["t"], x) and got["again"] is got["t"]  # one tensor stays one tensor
+    assert got["mask"].dtype == torch.bool and got["mask"].tolist() == [True, False]
+    assert got["n"] == 3 and got["f"] != got["f"] and got["pair"] == (1, "a") and got["list"] == [None, True]
+    assert got["half"].dtype == torch.bfloat16 and type(got["np"]) is np.int64 and got["np"] == 7
+    assert got["scalar"].shape == () and got["empty"].shape == (0, 4)
+    grad = _round_trip(torch.ones(2, requires_grad=True))
+    assert grad.requires_grad
+    other = _round_trip(np.zeros(3))
+    assert type(other).__name__ == "ndarray" and type(other).__module__ == "numpy" and not callable(other)
+
+
+@pytest.mark.parametrize("data, why", [
+    ({"$t": ["complex64", [1], "AAAAAAAAAAA=", False, ""]}, "dtype"),
+    ({"$t": ["float32", [2], "AAAAAA==", False, ""]}, "bytes"),
+    ({"$t": ["bool", [1], "Ag==", False, ""]}, "other than 0 and 1"),
+    ({"$t": ["float32", [2000, 2000, 2], "", False, ""]}, "elements"),
+    ({"$t": ["float32", [-1], "", False, ""]}, "shape"),
+    ({"$t": ["float32", [1], "!!!!", False, ""]}, "base64"),
+    ({"$ref": 3}, "reference"),
+    ({"$pickle": "gASVAAAAAAAAAAA="}, "does not know"),
+    ({"a": 1, "b": 2}, "does not know"),
+    ({"$dc": ["os:system", {}]}, "course's"),
+    ({"$dc": ["encoder_course.encoder:Encoder", {}]}, "course's"),
+])
+def test_messages_that_do_not_fit_are_refused(data, why):
+    with pytest.raises(wire.Malformed, match=why):
+        wire.decode(data)
+
+
+def test_depth_and_size_are_bounded():
+    deep = [0]
+    for _ in range(wire.MAX_DEPTH + 5):
+        deep = [deep]
+    with pytest.raises(wire.Malformed, match="deeply"):
+        wire.decode(deep)
+    r, w = os.pipe()
+    os.write(w, (wire.MAX_BYTES + 1).to_bytes(4, "big"))
+    with pytest.raises(wire.Malformed, match="announced"):
+        wire.receive(r)
+    os.write(w, (7).to_bytes(4, "big") + b"[" * 7)
+    with pytest.raises(wire.Malformed, match="not JSON"):
+        wire.receive(r)
+    nested = b"[" * 100_000 + b"]" * 100_000
+    os.write(w, len(nested).to_bytes(4, "big"))
+    import threading
+
+    threading.Thread(target=os.write, args=(w, nested)).start()
+    with pytest.raises(wire.Malformed):
+        wire.receive(r)
+    os.close(w)
+    with pytest.raises(EOFError):
+        wire.receive(r)
