@@ -1,22 +1,31 @@
-"""Isolation of the verdict processes that run a learner's code for ``encoder-course grade``.
+"""Isolation of the learner's processes that run a submission's code for ``encoder-course grade``.
 
-What a verdict process gets (``--isolate process``, the default):
+(Each exercise is judged by a checker process, ``verdict.py``, which starts the learner's process below
+it and calls ``enter`` there; the checker itself runs no learner code and is not sandboxed.) What a
+learner's process gets (``--isolate process``, the default):
 
-* its own empty temporary folder (the working directory and ``HOME``), a copy of the submission in it;
+* its own temporary folder (the working directory and ``HOME``) with the submission in it: as root and
+  in bubblewrap a 64 MB copy in memory, never the host's disk;
 * an environment built from scratch (``clean_environment``): no variable of the teacher's;
 * its own session (``setsid``), and limits: address space, CPU seconds, file size, open files,
-  processes (when it runs as an unprivileged user), no core files;
+  processes (when it runs as an unprivileged user or in bubblewrap), no core files;
 * when the grader runs as root: an unprivileged user (``nobody``, 65534) and, where the kernel allows
   it, new mount, PID, network, IPC and UTS namespaces: an empty ``/tmp``, ``/var/tmp`` and
   ``/dev/shm``, no network, the submissions folder, the
   master notebooks and the grader's output files covered by empty folders, and the folders the
   interpreter lives in made reachable for that user (``pyenv`` in ``/root``, for example) while the
   rest of them stays hidden; an empty ``/proc`` (no other process, not even its own memory);
+* when the grader runs as an ordinary user and bubblewrap (``bwrap``) works: the whole fork server
+  runs in it (``bwrap_command``): new user, mount, PID, network, IPC and UTS namespaces, only the
+  system's folders, the Python environment and the course visible (read-only), a 64 MB ``/tmp`` of
+  its own; the fork server and the checker processes are not dumpable, so a learner's process of the
+  same user cannot read or trace them;
 * a wall-clock limit kept by the grader (a stopped process cannot hold it up), after which the whole
-  session is killed; after every verdict process, every process it started, even a detached one, is
+  session is killed; after every exercise, every process it started, even a detached one, is
   killed (the grader and its fork server are child subreapers, so orphans stay below them).
 
-``--isolate container`` runs each verdict process with Docker or Podman instead (``container_command``).
+``--isolate container`` runs each exercise's two processes with Docker or Podman instead
+(``container_command``).
 """
 
 from __future__ import annotations
