@@ -56,7 +56,7 @@ def _grade_and_check(tmp_path: Path, command_prefix: list[str], owner: int | Non
     watched = _digest(sorted(folder.iterdir())) | _digest(sorted(masters.iterdir())) \
         | _digest(sorted((ROOT / "encoder_course" / "checks").glob("*.py")))
     csv_path = out / "grades.csv"
-    start = time.monotonic()
+    start, started = time.monotonic(), time.time()
     done = subprocess.run(command_prefix + ["-m", "encoder_course.course.cli", "grade", str(folder), "--csv",
                                             str(csv_path), "--master", str(masters), "--timeout", "20"],
                           capture_output=True, text=True, timeout=900, cwd=tmp_path)
@@ -75,11 +75,12 @@ def _grade_and_check(tmp_path: Path, command_prefix: list[str], owner: int | Non
     assert rows["deeply_nested.ipynb"]["status"] != "graded"
     # nothing outside the rows changed: submissions, masters, the course's checkers
     assert _digest(Path(p) for p in watched) == watched
-    assert not (Path("/tmp/.ipython") / "profile_default" / "startup" / "00-evil.py").exists()
+    planted = [p for p in Path("/tmp").glob(".ipython/**/00-evil.py") if p.stat().st_mtime >= started]
+    assert not planted, planted
     # nothing left running, no large file left behind in the host's /tmp
     left = subprocess.run(["pgrep", "-f", "attack_fork_bomb|time.sleep\\(120\\)"], capture_output=True, text=True)
     assert not left.stdout.strip(), left.stdout
-    assert not [p for p in Path("/tmp").glob("**/fill.bin")]
+    assert not [p for p in Path("/tmp").glob("**/fill.bin") if p.stat().st_mtime >= started]
     return log + f"\n({time.monotonic() - start:.0f} s)"
 
 
@@ -115,7 +116,8 @@ def test_a_hostile_class_graded_as_an_ordinary_user_in_bubblewrap(tmp_path):
     probe = subprocess.run(prefix + ["-c", "from encoder_course.course import sandbox; print(sandbox.find_bwrap())"],
                            capture_output=True, text=True, timeout=120)
     if "bwrap" not in probe.stdout:
-        pytest.skip("bubblewrap is not installed, or cannot make namespaces here: " + (probe.stderr or probe.stdout)[-300:])
+        why = (probe.stderr or probe.stdout)[-300:]
+        pytest.skip("bubblewrap is not installed, or cannot make namespaces here: " + why)
     base = Path(tempfile.mkdtemp(prefix="encoder-course-attacks-"))  # a folder the ordinary user can reach
     try:
         os.chmod(base, 0o755)

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from encoder_course.course import wire
+from encoder_course.course.verdict import through_protocol
 
 
 def _round_trip(value):
@@ -79,3 +80,55 @@ def test_depth_and_size_are_bounded():
     os.close(w)
     with pytest.raises(EOFError):
         wire.receive(r)
+
+
+def _mask_call_count():
+    calls = []
+
+    def padding_mask(token_ids, pad_id):
+        calls.append(1)
+        if len(calls) == 2:
+            os._exit(0)
+        return (token_ids != pad_id)[:, None, None, :]
+
+    return padding_mask
+
+
+def test_a_learner_process_that_ends_or_misbehaves_costs_only_its_exercise():
+    status, message, _ = through_protocol("padding_mask", _mask_call_count())
+    assert status == "error" and "ended while it was being checked" in message
+
+    def junk(token_ids, pad_id):
+        os.write(4, b"\x00\x00\x00\x05hello")  # on the reply pipe, where the answer goes
+        return (token_ids != pad_id)[:, None, None, :]
+
+    status, message, _ = through_protocol("padding_mask", junk)
+    assert status == "failed" and "checker's channel" in message
+
+    def huge(token_ids, pad_id):
+        return torch.zeros(3000, 3000, dtype=torch.bool)
+
+    status, message, _ = through_protocol("padding_mask", huge)
+    assert status == "failed" and "cannot be checked" in message
+
+    def complex_mask(token_ids, pad_id):
+        return torch.zeros(token_ids.shape, dtype=torch.complex64)
+
+    status, message, _ = through_protocol("padding_mask", complex_mask)
+    assert status == "failed" and "complex64" in message
+
+
+def test_a_module_that_dies_during_backward_ends_its_check_not_the_checker():
+    class Dies(torch.nn.Module):
+        def __init__(self, d_model, d_ff):
+            super().__init__()
+            self.w1, self.w2 = torch.nn.Linear(d_model, d_ff), torch.nn.Linear(d_ff, d_model)
+
+        def forward(self, x):
+            out = self.w2(torch.nn.functional.gelu(self.w1(x)))
+            if torch.is_grad_enabled():
+                out.register_hook(lambda grad: os._exit(0))
+            return out
+
+    status, message, _ = through_protocol("feed_forward", Dies)
+    assert status == "error" and "ended while it was being checked" in message

@@ -143,8 +143,9 @@ def _call(channel, target, root, args, kwargs, recorder):
         if root is not None and "state" in reply:
             update(root, reply["state"])
         if recorder is not None:
-            recorder.ops.extend((str(op), [tuple(int(n) for n in shape) for shape in outs],
-                                 [tuple(int(n) for n in shape) for shape in ins]) for op, outs, ins in reply.get("ops", []))
+            for op, outs, ins in reply.get("ops", []):
+                recorder.ops.append((str(op), [tuple(int(n) for n in shape) for shape in outs],
+                                     [tuple(int(n) for n in shape) for shape in ins]))
     except (TypeError, ValueError, IndexError, KeyError, AttributeError, RuntimeError) as exc:
         raise Lost("failed", f"the submission's process sent the checker a reply it cannot use ({exc})") from None
     if "error" in reply:

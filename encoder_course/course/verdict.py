@@ -61,11 +61,7 @@ def start_learner(job: dict, plan, job_dir: str | None) -> tuple[int, int, int]:
     pid = os.fork()
     if pid == 0:
         try:
-            import fcntl
-
-            high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 1000) for fd in (request_r, reply_w)]
-            for target, fd in zip((worker.REQUEST_FD, worker.REPLY_FD), high):
-                os.dup2(fd, target)
+            _move_pipes(request_r, reply_w)
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
             os.closerange(worker.REPLY_FD + 1, 65536)  # the verdict pipe and the job's: gone before any cell
@@ -84,6 +80,17 @@ def start_learner(job: dict, plan, job_dir: str | None) -> tuple[int, int, int]:
     os.close(request_r)
     os.close(reply_w)
     return pid, request_w, reply_r
+
+
+def _move_pipes(request_r: int, reply_w: int) -> None:
+    """In the learner's process: its two pipes on their fixed descriptors (3 and 4)."""
+    import fcntl
+
+    from . import worker
+
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 1000) for fd in (request_r, reply_w)]
+    for target, fd in zip((worker.REQUEST_FD, worker.REPLY_FD), high):
+        os.dup2(fd, target)
 
 
 def judge(job: dict, request_fd: int, reply_fd: int) -> tuple[str, str, str]:
@@ -156,10 +163,11 @@ def through_protocol(key: str, obj):
         try:
             os.close(request_w)
             os.close(reply_r)
+            _move_pipes(request_r, reply_w)
             import torch
 
             torch.set_num_threads(1)
-            worker.answer(obj, {"notes": [], **worker._kind(obj)}, key, request_r, reply_w)
+            worker.answer(obj, {"notes": [], **worker._kind(obj)}, key, worker.REQUEST_FD, worker.REPLY_FD)
         finally:
             os._exit(0)
     os.close(request_r)

@@ -76,6 +76,8 @@ def _tensor(t: torch.Tensor) -> list:
     name = str(t.dtype).removeprefix("torch.")
     if name not in DTYPES or t.layout != torch.strided or t.device.type != "cpu" or t.is_quantized:
         raise Malformed(f"a tensor of dtype {t.dtype} on {t.device} cannot be sent")
+    if t.numel() > MAX_ELEMENTS:
+        raise Malformed(f"a tensor of {t.numel()} elements (at most {MAX_ELEMENTS})")
     plain = torch.Tensor.as_subclass(t, torch.Tensor).detach().contiguous().reshape(-1)
     raw = plain.view(torch.uint8).numpy().tobytes() if plain.numel() else b""
     return [name, list(t.shape), base64.b64encode(raw).decode("ascii"), bool(t.requires_grad), subclass]

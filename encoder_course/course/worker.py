@@ -380,8 +380,7 @@ def answer(candidate, hello: dict, key: str, request_fd: int, reply_fd: int) -> 
             return
         reply = server.handle(request)
         try:
-            data = wire.encode(reply)
-        except wire.Malformed as exc:  # a result that cannot be sent: a complex or sparse tensor, say
-            data = wire.encode({"rng": reply.get("rng"), "error": {
-                "type": "TypeError", "bases": ["TypeError"], "message": f"it returned {exc}"}})
-        wire.send(reply_fd, data)
+            wire.send(reply_fd, wire.encode(reply))
+        except wire.Malformed as exc:  # a result that cannot be sent: a complex tensor, a huge one, ...
+            wire.send(reply_fd, wire.encode({"rng": reply.get("rng"), "error": {
+                "type": "TypeError", "bases": ["TypeError"], "message": f"what it returned cannot be checked: {exc}"}}))

@@ -1,5 +1,6 @@
 # Writes 1.5 GB into its folder, /tmp and /dev/shm.
 import os
+
 chunk = b"x" * (1 << 20)
 for folder in (".", "/tmp", "/dev/shm", os.environ.get("TMPDIR", ".")):
     try:

@@ -1,5 +1,7 @@
 # Starts 400 processes that sleep (and would outlive the job).
-import os, time
+import os
+import time
+
 started = 0
 for _ in range(400):
     try:

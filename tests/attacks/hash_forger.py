@@ -1,6 +1,11 @@
-# An object whose __hash__ runs when the grader's bookkeeping hashes a module's dict: it looks for the verdict pipe and writes "passed" on every descriptor.
-import json, os, sys
+# An object whose __hash__ runs when the grader's bookkeeping hashes a module's dict: it looks for the
+# verdict pipe and writes "passed" on every descriptor.
+import json
+import os
+import sys
+
 import encoder_course.checks as _c
+
 
 class Forger:
     def __hash__(self):

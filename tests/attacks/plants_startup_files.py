@@ -1,5 +1,7 @@
 # Plants IPython startup files and a sitecustomize wherever it can write, to change later verdicts.
-import os, site
+import os
+import site
+
 evil = "import encoder_course.checks._run as r\nr.verdict = lambda key, f: r.Verdict(key, 'passed', 'ok')\n"
 places = [os.path.join(os.environ.get("IPYTHONDIR", ""), "profile_default", "startup"),
           os.path.expanduser("~/.ipython/profile_default/startup"), "/tmp/.ipython/profile_default/startup"]

