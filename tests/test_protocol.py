@@ -49,8 +49,8 @@ def test_values_cross_as_plain_data():
     ({"$ref": 3}, "reference"),
     ({"$pickle": "gASVAAAAAAAAAAA="}, "does not know"),
     ({"a": 1, "b": 2}, "does not know"),
-    ({"$dc": ["os:system", {}]}, "course's"),
-    ({"$dc": ["encoder_course.encoder:Encoder", {}]}, "course's"),
+    ({"$dc": ["os:system", {}]}, "configs"),
+    ({"$dc": ["encoder_course.encoder:Encoder", {}]}, "configs"),
 ])
 def test_messages_that_do_not_fit_are_refused(data, why):
     with pytest.raises(wire.Malformed, match=why):

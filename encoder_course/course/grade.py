@@ -486,9 +486,6 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
     hide_files = [str(p) for p in (csv_path, details_path) if p] + [str(e.path) for e in entries if e.nb is not None]
     graded = sum(e.nb is not None for e in todo)
     jobs = max(1, min(jobs or os.cpu_count() or 1, graded or 1))
-    forking = options.get("fork_server", sys.platform.startswith("linux"))
-    if jobs > 1 and isolate == "process" and not forking:
-        jobs = 1  # without the fork server each verdict process starts with a preexec_fn: one thread only
     runners = [VerdictRunner(mode=isolate, timeout=timeout, memory_mb=memory_mb, hide=hide, hide_files=hide_files,
                              setups=[s for m in matched for s in m.setup], **options) for _ in range(jobs)]
     free: queue.Queue = queue.Queue()

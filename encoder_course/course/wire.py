@@ -4,7 +4,7 @@ A message is a 4-byte length and a JSON text. Values are ``None``, booleans, num
 and tagged objects: ``{"$d": [[key, value], ...]}`` (a dict with string keys), ``{"$tuple": [...]}``,
 ``{"$t": [dtype, shape, base64 bytes, requires_grad, subclass name]}`` (a dense CPU tensor),
 ``{"$ref": i}`` (the i-th tensor of the same message again: ``f(x, x, x)`` stays one tensor),
-``{"$dc": [class path, fields]}`` (one of the course's dataclasses), ``{"$np": [dtype, value]}`` (a
+``{"$dc": [class path, fields]}`` (one of the course's configs, ``DATACLASSES``), ``{"$np": [dtype, value]}`` (a
 NumPy scalar), ``{"$gen": 0}`` (a generator) and
 ``{"$other": [type name, module name]}`` (anything else, as its type only). Nothing is ever unpickled.
 
@@ -30,6 +30,10 @@ MAX_ELEMENTS = 4_000_000
 DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.uint8, torch.int8, torch.int16,
     torch.int32, torch.int64, torch.bool)}
+
+
+#: The course's dataclasses that cross (a checker passes an EncoderConfig to ``parameter_count``).
+DATACLASSES = ("encoder_course.encoder:EncoderConfig",)
 
 
 class Malformed(ValueError):
@@ -58,10 +62,10 @@ def encode(value, memo=None, depth=0):
         return [encode(v, memo, depth + 1) for v in value]
     if type(value) is dict and all(isinstance(k, str) for k in value):
         return {"$d": [[k, encode(v, memo, depth + 1)] for k, v in value.items()]}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type) \
-            and type(value).__module__.startswith("encoder_course."):
+    path = f"{type(value).__module__}:{type(value).__qualname__}"
+    if path in DATACLASSES and dataclasses.is_dataclass(value):
         fields = {f.name: encode(getattr(value, f.name), memo, depth + 1) for f in dataclasses.fields(value)}
-        return {"$dc": [f"{type(value).__module__}:{type(value).__qualname__}", fields]}
+        return {"$dc": [path, fields]}
     if inspect.isgenerator(value):
         return {"$gen": 0}
     if type(value).__module__ == "numpy" and hasattr(value, "dtype") and getattr(value, "shape", None) == () \
@@ -117,12 +121,10 @@ def decode(data, refs=None, depth=0, classes=None):
             out[pair[0]] = decode(pair[1], refs, depth + 1, classes)
         return out
     if tag == "$dc" and type(body) is list and len(body) == 2 and type(body[0]) is str and type(body[1]) is dict:
+        if body[0] not in DATACLASSES:
+            raise Malformed("a dataclass that is not one of the course's configs")
         module, _, qualname = body[0].partition(":")
-        if not module.startswith("encoder_course.") or not qualname.isidentifier():
-            raise Malformed("a dataclass that is not one of the course's")
-        kind = getattr(importlib.import_module(module), qualname, None)
-        if not dataclasses.is_dataclass(kind):
-            raise Malformed("a dataclass that is not one of the course's")
+        kind = getattr(importlib.import_module(module), qualname)
         return kind(**{k: decode(v, refs, depth + 1, classes) for k, v in body[1].items()})
     if tag == "$np" and type(body) is list and len(body) == 2 and type(body[0]) is str \
             and type(body[1]) in (bool, int, float):
