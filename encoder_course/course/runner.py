@@ -320,7 +320,7 @@ class VerdictRunner:
         for fd in theirs:
             os.close(fd)
         try:
-            return self._collect(job, job_w, verdict_r, out_r, lambda: pid, proc,
+            return self._collect(job, job_w, verdict_r, out_r, proc,
                                  child=pid if self.fork_server else None)
         finally:
             self.current = None
@@ -347,7 +347,7 @@ class VerdictRunner:
         for f in (proc.stdin, proc.stdout, proc.stderr):
             f.close()
         try:
-            return self._collect(job, stdin, out, err, lambda: proc.pid, proc)
+            return self._collect(job, stdin, out, err, proc)
         finally:
             subprocess.run([self.engine, "kill", name], capture_output=True, timeout=30)
             sandbox.kill_session(proc.pid)
@@ -356,7 +356,7 @@ class VerdictRunner:
             _use(proc.pid, False)
             self.current = None
 
-    def _collect(self, job, job_w, verdict_r, out_r, get_pid, proc, child=None) -> Outcome:
+    def _collect(self, job, job_w, verdict_r, out_r, proc, child=None) -> Outcome:
         """Feed the job, read output and verdict until a verdict, the end of the process, or the deadline."""
         pending = json.dumps(job).encode()
         for fd in (job_w, verdict_r, out_r):
@@ -464,15 +464,6 @@ def _below(proc, pids: set) -> bool:
     try:
         return proc.pid in pids or any(parent.pid in pids for parent in proc.parents())
     except Exception:  # it ended meanwhile: nothing to kill
-        return True
-
-
-def _drained(fd: int) -> bool:
-    try:
-        return os.read(fd, 65536) == b""
-    except (BlockingIOError, InterruptedError):
-        return False
-    except OSError:
         return True
 
 

@@ -27,7 +27,6 @@ import sys
 VERDICT_API = "encoder_course.checks:verdict"
 JOB_FD, VERDICT_FD = 3, 4
 MESSAGE_CHARS, NOTES_CHARS = 4000, 2000
-RESULT_STATUSES = ("passed", "failed", "not attempted", "error")
 
 
 def resolve(api: str):
