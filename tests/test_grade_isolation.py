@@ -5,11 +5,12 @@ from __future__ import annotations
 import io
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
-from grading_helpers import MASTERS, RIGHT, learner, load, solved, write
+from grading_helpers import MASTERS, RIGHT, SOLUTION, learner, load, solved, write
 
 from encoder_course.course.grade import grade
 
@@ -174,3 +175,16 @@ def test_the_job_folder_is_a_small_tmpfs_not_the_hosts_disk(tmp_path):
     written = int(message.split("WROTE ")[1].split(" MB")[0])
     assert written < 64 and "IN /tmp/job" in message, message
     assert results[0].checks["causal_mask"] == "passed"
+
+
+def test_a_gradebook_written_in_tmp_itself_hides_nothing_the_grader_needs(tmp_path):
+    """The CSV's folder is hidden from the learner's process; when it is /tmp, which also holds the
+    grader's job folders (and maybe the Python environment), grading still works."""
+    folder = tmp_path / "class"
+    write(folder, "good.ipynb", load(SOLUTION))
+    csv_path = Path(tempfile.gettempdir()) / f"encoder-course-test-{os.getpid()}.csv"
+    try:
+        results, code = grade([folder], csv_path=csv_path, timeout=60, master_dir=MASTERS, out=io.StringIO())
+    finally:
+        csv_path.unlink(missing_ok=True)
+    assert code == 0 and results[0].checks == {"padding_mask": "passed", "causal_mask": "passed"}, results[0].messages

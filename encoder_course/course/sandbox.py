@@ -300,8 +300,8 @@ def bwrap_command(plan: Plan, base: str) -> list[str]:
     def visible(path):
         return any(path.startswith(p.rstrip("/") + "/") for p in inside)
 
-    for h in plan.hide:
-        if visible(h):
+    for h in plan.hide:  # (never one that holds what must stay visible: the job folders, say)
+        if visible(h) and not any(p == h or p.startswith(h.rstrip("/") + "/") for p in bound):
             cmd += ["--tmpfs", h, "--remount-ro", h]
     for f in plan.hide_files:
         if visible(f) and os.path.isfile(f):
@@ -406,6 +406,11 @@ def _limits(plan: Plan) -> None:
 
 def _mounts(plan: Plan, job_dir: str) -> str:
     """Set up the mount namespace; returns the job folder's path inside it."""
+    # Held open before anything is covered (the CSV's folder may be /tmp, which holds the job folder).
+    job_fd = os.open(job_dir, os.O_PATH | os.O_DIRECTORY)
+    # A Python environment under /tmp (CI runners, scratch machines) must survive the private /tmp:
+    # held open before the tmpfs covers it, bound back read-only after.
+    kept = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY)) for p in plan.keep_in_tmp if os.path.isdir(p)]
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     for covered, shown in plan.expose:
         fds = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY)) for p in shown]
@@ -425,10 +430,6 @@ def _mounts(plan: Plan, job_dir: str) -> str:
                 mount("/dev/null", f, None, MS_BIND)
             except OSError:
                 pass
-    job_fd = os.open(job_dir, os.O_PATH | os.O_DIRECTORY)
-    # A Python environment under /tmp (CI runners, scratch machines) must survive the private /tmp:
-    # held open before the tmpfs covers it, bound back read-only after.
-    kept = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY)) for p in plan.keep_in_tmp if os.path.isdir(p)]
     for tmp in PRIVATE_TMP:
         if os.path.isdir(tmp):
             mount("tmpfs", tmp, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={JOB_TMPFS_MB}m")
