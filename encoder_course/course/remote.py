@@ -138,6 +138,8 @@ def _call(channel, target, root, args, kwargs, recorder):
             torch.set_rng_state(rng)
         inputs = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
         for index, value in reply.get("changed", []):
+            if type(index) is not int or not 0 <= index < len(inputs):
+                raise IndexError("an argument that was not given")
             with torch.no_grad():
                 inputs[index].data = value.detach().to(inputs[index].dtype)
         if root is not None and "state" in reply:

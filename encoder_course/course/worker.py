@@ -309,7 +309,8 @@ class Server:
         if kept is None:
             return {"problem": "no such call"}
         outs, leaves = kept
-        pairs = [(o, g) for o, g in zip(outs, request["grads"]) if isinstance(o, torch.Tensor) and o.requires_grad]
+        flagged = [o for o in outs if isinstance(o, torch.Tensor) and o.requires_grad]  # what the checker linked
+        pairs = list(zip(flagged, request["grads"]))
 
         def run():
             with torch.enable_grad():
