@@ -19,6 +19,7 @@ inside a container (``stdio``: the job on stdin, the verdict on stdout).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -145,11 +146,11 @@ def run_job(job_fd: int, verdict_fd: int, plan=None, job_dir: str | None = None)
     os._exit(code)
 
 
-def through_protocol(key: str, obj):
-    """``checks.verdict(key, obj)`` with ``obj`` in a forked process, reached only through the protocol.
+@contextlib.contextmanager
+def answered_by(key: str, obj):
+    """``obj`` in a forked process that answers the checker's requests: yields (request fd, reply fd).
 
-    What the grader does, without the cells and the sandbox: the tests compare it with the verdict on
-    ``obj`` itself, for every answer in the checkers' catalogue.
+    What the grader does, without the cells and the sandbox (for the tests).
     """
     import torch.fx.experimental.symbolic_shapes  # noqa: F401 (autograd.grad imports it on first use: before the fork)
 
@@ -172,11 +173,18 @@ def through_protocol(key: str, obj):
     os.close(request_r)
     os.close(reply_w)
     try:
-        return judge({"key": key}, request_w, reply_r)
+        yield request_w, reply_r
     finally:
         os.close(request_w)
         os.close(reply_r)
         os.waitpid(pid, 0)
+
+
+def through_protocol(key: str, obj):
+    """``checks.verdict(key, obj)`` with ``obj`` reached only through the protocol: the tests compare it
+    with the verdict on ``obj`` itself, for every answer in the checkers' catalogue."""
+    with answered_by(key, obj) as (request_fd, reply_fd):
+        return judge({"key": key}, request_fd, reply_fd)
 
 
 # ----------------------------------------------------------------------------------------------
