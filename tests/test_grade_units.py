@@ -6,6 +6,8 @@ import io
 import json
 import os
 import stat
+import subprocess
+from pathlib import Path
 
 import pytest
 from grading_helpers import MASTERS, RIGHT, learner, solved, strip_course_metadata, write
@@ -126,6 +128,22 @@ def test_the_clean_environment_has_nothing_of_the_teachers(monkeypatch):
     assert "TEACHER_SECRET" not in env and env["HOME"] == "/tmp/job"
     assert env["OMP_NUM_THREADS"] == "1" and env["HF_HUB_OFFLINE"] == "1" and env["MPLBACKEND"] == "Agg"
     assert env["ENCODER_COURSE_WORKSPACE"].startswith("/tmp/job/") and env["IPYTHONDIR"].startswith("/tmp/job/")
+
+
+def test_a_killed_runs_folder_is_removed_by_the_next_run_and_a_running_ones_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox.tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    killed, running, other = (tmp_path / f"{sandbox.RUN_PREFIX}{n}" for n in ("killed", "running", "unowned"))
+    for folder, owner in ((killed, f"{gone.pid} {sandbox._started(os.getpid())}"),
+                          (running, f"{os.getpid()} {sandbox._started(os.getpid())}"), (other, None)):
+        (folder / "job-x").mkdir(parents=True)
+        (folder / "job-x" / "c.ipynb").write_text("{}")
+        if owner:
+            (folder / "owner").write_text(owner)
+    base = sandbox.make_run_base()
+    assert not killed.exists() and running.exists() and other.exists()
+    assert (Path(base) / "owner").read_text() == f"{os.getpid()} {sandbox._started(os.getpid())}"
 
 
 def test_the_container_command_isolates(tmp_path):
