@@ -8,8 +8,9 @@ names another folder). One file per exercise, and each file imports your own ear
 
 * :func:`use` gives a notebook your parts where they exist (the course's reference otherwise, said plainly);
 * :func:`parts` says which parts are saved and pass their check now;
-* :class:`Encoder` is an encoder with the interface, parameter names and state-dict keys of
-  :class:`encoder_course.Encoder`, built only from your parts: load all-MiniLM-L6-v2 into it with
+* :func:`Encoder` builds your encoder: your ``Encoder`` class (notebook 08), with your ``Embeddings`` and blocks,
+  from your saved parts only, with the interface, parameter names and state-dict keys of
+  :class:`encoder_course.Encoder`: load all-MiniLM-L6-v2 into it with
   ``pretrained.embed(sentences, encoder=yours.Encoder(config), pool=..., rename=...)``;
 * ``encoder-course progress`` prints the table.
 """
@@ -17,6 +18,7 @@ names another folder). One file per exercise, and each file imports your own ear
 from __future__ import annotations
 
 import ast
+import builtins
 import datetime
 import hashlib
 import importlib
@@ -24,7 +26,6 @@ import importlib.util
 import inspect
 import json
 import linecache
-import math
 import os
 import sys
 import textwrap
@@ -35,7 +36,6 @@ import torch
 from torch import nn
 
 from . import __version__
-from ._validate import encoder_mask, require_length, require_same_shape, require_token_ids
 
 ENV_VAR = "ENCODER_COURSE_WORKSPACE"
 DEFAULT_FOLDER = "my_encoder"
@@ -46,7 +46,6 @@ _HEADER = '''"""Your {name}, saved from notebook {notebook} when its check passe
 Edit the exercise in the notebook, not this file: the next passing check overwrites it.
 """
 
-import math
 
 import torch
 import torch.nn.functional as F
@@ -59,10 +58,17 @@ class PartMissing(RuntimeError):
 
 
 def workspace_dir(workspace: str | os.PathLike | None = None) -> Path:
-    """Your workspace folder: ``workspace``, else ``$ENCODER_COURSE_WORKSPACE``, else ``./my_encoder``."""
+    """Your workspace folder: ``workspace``, else ``$ENCODER_COURSE_WORKSPACE``, else ``./my_encoder``.
+
+    From the repository's folder (where README's commands run), ``./my_encoder`` does not exist but
+    ``notebooks/my_encoder`` does (the notebooks run in ``notebooks/``): that one is meant.
+    """
     if workspace is not None:
         return Path(workspace)
-    return Path(os.environ.get(ENV_VAR) or Path.cwd() / DEFAULT_FOLDER)
+    if os.environ.get(ENV_VAR):
+        return Path(os.environ[ENV_VAR])
+    here, below = Path.cwd() / DEFAULT_FOLDER, Path.cwd() / "notebooks" / DEFAULT_FOLDER
+    return below if not here.exists() and below.is_dir() else here
 
 
 def _exercises():
@@ -95,41 +101,111 @@ def _cell_lines(obj) -> list[str]:
     return lines
 
 
-def source_of_answer(obj) -> tuple[str, list[str]]:
-    """The definition of a learner's function or class, and the imports of its cell that it uses."""
+_HEADER_NAMES = {"math", "torch", "F", "nn"}  # what every saved file imports already (see _HEADER)
+_LITERALS = (bool, int, float, str, type(None))
+_MISSING = object()
+
+
+def _definition(obj) -> tuple[str, ast.AST | None, str]:
+    """The source of ``obj``'s definition in its cell, its AST node, and the cell's text."""
     lines = _cell_lines(obj)
     text = "".join(lines)
-    tree = ast.parse(text)
-    name = obj.__name__
-    definition, node_of_definition = None, None
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == obj.__name__:
             start = min([node.lineno] + [d.lineno for d in node.decorator_list])
-            definition, node_of_definition = "".join(lines[start - 1:node.end_lineno]), node
-    if definition is None:
-        return textwrap.dedent(inspect.getsource(obj)), []
-    used = {n.id for n in ast.walk(node_of_definition) if isinstance(n, ast.Name)}
-    imports = []
-    for node in tree.body:  # the cell's own imports, where the definition uses a name they bind
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
-            bound = {(alias.asname or alias.name).split(".")[0] for alias in node.names}
-            if bound & used:
-                imports.append(ast.get_source_segment(text, node))
-    return definition, imports
+            return "".join(lines[start - 1:node.end_lineno]), node, text
+    return textwrap.dedent(inspect.getsource(obj)), None, text
+
+
+def _globals_of(obj) -> dict:
+    """The namespace ``obj``'s code looks names up in (its cell's notebook, for a learner's answer)."""
+    if inspect.isfunction(obj):
+        return obj.__globals__
+    functions = [f for f in vars(obj).values() if inspect.isfunction(f)]
+    return functions[0].__globals__ if functions else {}
+
+
+def _import_line(name: str, value) -> str | None:
+    """An import that binds ``name`` to ``value`` in a fresh file, if ``value`` can be imported."""
+    if inspect.ismodule(value):
+        top = value.__name__
+        return f"import {top}" if top == name else f"import {top} as {name}"
+    module = getattr(value, "__module__", None)
+    if not module or module == "__main__" or module.startswith("_encoder_course_workspace_"):
+        return None
+    real = getattr(value, "__name__", name)
+    for where in dict.fromkeys((module.split(".")[0], module)):  # the package's own name when it exports it
+        try:
+            if getattr(importlib.import_module(where), real, None) is value:
+                return f"from {where} import {real}" + (f" as {name}" if real != name else "")
+        except Exception:
+            continue
+    return None
+
+
+@dataclass
+class _Helper:
+    """A function or class of the learner's, from another cell, that an answer calls."""
+
+
+    name: str
+    source: str
+
+
+def source_of_answer(obj, skip: frozenset = frozenset()) -> tuple[str, list[str], list[_Helper]]:
+    """A learner's function or class: its definition, and the imports and helpers it needs.
+
+    The needs are found by name: each name the definition uses and does not define is looked up where the
+    definition looks it up. A module or an importable object becomes an import (the cell's own import
+    line when it has one); a plain constant becomes an assignment; a function or class the learner
+    defined in another cell is carried along as a helper, with its own needs. Names in ``skip`` (the
+    learner's earlier parts, imported separately) and the names every saved file imports are left alone.
+    """
+    definition, node, text = _definition(obj)
+    imports, helpers = [], []
+    if node is not None:
+        _needs(obj, node, text, skip | {obj.__name__}, imports, helpers, depth=0)
+    return definition, imports, helpers
+
+
+def _needs(obj, node, text: str, skip, imports: list, helpers: list, depth: int) -> None:
+    used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    cell_imports = {}
+    for stmt in ast.parse(text).body:  # the cell's own import lines, as the learner wrote them
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)) and not getattr(stmt, "level", 0):
+            for alias in stmt.names:
+                cell_imports[(alias.asname or alias.name).split(".")[0]] = ast.get_source_segment(text, stmt)
+    scope = _globals_of(obj)
+    for name in sorted(used - skip - _HEADER_NAMES - set(dir(builtins))):
+        line, value = cell_imports.get(name), scope.get(name, _MISSING)
+        if line is None and value is not _MISSING:
+            line = _import_line(name, value)
+            if line is None and isinstance(value, _LITERALS):
+                line = f"{name} = {value!r}"
+        if line is not None:
+            if line not in imports:
+                imports.append(line)
+        elif (depth < 4 and (inspect.isfunction(value) or inspect.isclass(value)) and value.__name__ == name
+              and name not in {h.name for h in helpers}):  # a helper from another cell, with its own needs
+            helper, helper_node, helper_text = _definition(value)
+            if helper_node is not None:
+                helpers.append(_Helper(name, helper.rstrip()))
+                _needs(value, helper_node, helper_text, skip | {name}, imports, helpers, depth + 1)
 
 
 def render_part(key: str, candidate) -> str:
-    """The text of the workspace file for a passing answer: header, imports of earlier parts, the code."""
+    """The text of the workspace file for a passing answer: header, imports, earlier parts, helpers, the code."""
     ex = _exercise(key)
-    definition, imports = source_of_answer(candidate)
+    uses = [_exercise(u) for u in ex.uses]
+    definition, imports, helpers = source_of_answer(candidate, frozenset(u.name for u in uses))
     when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     text = _HEADER.format(name=ex.name, notebook=ex.notebook, when=when)
     if imports:
         text += "\n" + "\n".join(imports) + "\n"
-    uses = [_exercise(u) for u in ex.uses]
     if uses:
-        text += "\n# your own earlier parts\n" + "".join(
-            f"from .{u.key} import {u.name}\n" for u in uses)
+        text += "\n# your own earlier parts\n" + "".join(f"from .{u.key} import {u.name}\n" for u in uses)
+    for helper in reversed(helpers):  # a helper's own helpers first
+        text += f"\n\n# your {helper.name}, from another cell of the notebook\n{helper.source}\n"
     return text + "\n\n" + definition.rstrip() + "\n"
 
 
@@ -258,17 +334,19 @@ def _write_stamp(folder: Path, key: str) -> None:
     (folder / STAMPS).write_text(json.dumps(stamps, indent=1, sort_keys=True))
 
 
-def _passes_now(folder: Path, key: str, module) -> bool:
-    """Does the saved part pass its check now? (Cached by the file's content and the course version.)"""
+def _passes_now(folder: Path, key: str, module) -> tuple[bool, str]:
+    """Does the saved part pass its check now, and if not, the first line of the checker's message?
+    (A pass is cached by the file's content and the course version.)"""
     if _stamps(folder).get(key) == _hash(folder, key):
-        return True
+        return True, ""
     from .checks import verdict
 
     ex = _exercise(key)
-    ok = verdict(key, getattr(module, ex.name, None)).status == "passed"
-    if ok:
+    result = verdict(key, getattr(module, ex.name, None))
+    if result.status == "passed":
         _write_stamp(folder, key)
-    return ok
+        return True, ""
+    return False, (result.message.strip().splitlines() or [result.status])[0]
 
 
 @dataclass
@@ -291,8 +369,8 @@ def _status(folder: Path, key: str) -> PartStatus:
         try:
             ready = {u for u in _closure(ex.uses) if _status(folder, u).passing}
             module = _load_package(folder, [key], fallback=set(_closure(ex.uses)) - ready).get(key)
-            passing = _passes_now(folder, key, module)
-            problem = "" if passing else "saved, but it does not pass its check now"
+            passing, why = _passes_now(folder, key, module)
+            problem = "" if passing else f"saved, but it does not pass its check now: {why}"
         except Exception as exc:  # a file the learner edited by hand, say
             problem = f"saved, but it does not import: {type(exc).__name__}: {exc}"
     return PartStatus(key, ex.name, ex.notebook, saved, passing, problem)
@@ -309,10 +387,13 @@ def parts(workspace=None) -> dict[str, bool]:
     return {row.key: row.saved and row.passing for row in progress(workspace)}
 
 
-def _get(keys, workspace=None, fallback: bool = False, quiet: bool = True):
-    """``{key: (object, is_yours)}`` for ``keys``; missing or failing parts raise unless ``fallback``."""
+def _get(keys, workspace=None, fallback: bool = False, quiet: bool = True, rows: dict | None = None):
+    """``{key: (object, is_yours)}`` for ``keys``; missing or failing parts raise unless ``fallback``.
+
+    ``rows``: :func:`progress`'s rows by key, when the caller has them already.
+    """
     folder = workspace_dir(workspace)
-    rows = {row.key: row for row in progress(folder)}
+    rows = rows if rows is not None else {row.key: row for row in progress(folder)}
     missing = {key for key, row in rows.items() if not row.passing}
     wanted_missing = [key for key in keys if key in missing]
     if wanted_missing and not fallback:
@@ -350,95 +431,97 @@ def part(key: str, workspace=None):
 # An encoder from your parts
 
 
-class _Table(nn.Module):
-    """A learned table of position vectors, so the parameter is named ``position.weight``."""
-
-    def __init__(self, rows: int, width: int):
-        super().__init__()
-        self.weight = nn.Parameter(torch.randn(rows, width) * 0.02)
+#: The part that is the whole encoder (notebook 08): its file imports every other part of the encoder.
+ENCODER_PART = "encoder_stack"
 
 
-class Encoder(nn.Module):
-    """An encoder with :class:`encoder_course.Encoder`'s interface and state-dict keys, from your parts.
+def encoder_parts(config=None) -> list[str]:
+    """The parts your encoder is built from, in course order: the stack and every part it imports.
+
+    For a ``config`` with learned positions, ``sinusoidal_positions`` is left out (it is never called).
+    """
+    needed = set(_closure([ENCODER_PART]))
+    if config is not None and config.positions != "sinusoidal":
+        needed.discard("sinusoidal_positions")
+    return [key for key in _exercises() if key in needed]
+
+
+def _used(key: str, passing: set, wanted: set) -> list[str]:
+    """The parts that really run when ``key`` is built: a part of yours brings the parts it imports; the course's
+    reference brings its own, except the stack, which the course builds around your parts."""
+    out = [key]
+    if key in passing or key == ENCODER_PART:
+        for sub in _exercise(key).uses:
+            if sub in wanted:
+                out += [u for u in _used(sub, passing, wanted) if u not in out]
+    return out
+
+
+def _course_stack(config, embeddings, block, layer_norm) -> nn.Module:
+    """The course's stack (:class:`encoder_course.Encoder`: its forward and final norm) around the given parts."""
+    from .encoder import Encoder as Course
+
+    with torch.device("meta"):  # its structure and forward only: every module is replaced below
+        model = Course(config)
+    model.embeddings = embeddings(config)
+    model.layers = nn.ModuleList(
+        block(config.d_model, config.n_heads, config.d_ff, dropout=config.dropout, norm_first=config.norm_first,
+              activation=config.activation, eps=config.eps)
+        for _ in range(config.n_layers))
+    model.final_norm = layer_norm(config.d_model, eps=config.eps) if config.norm_first else None
+    return model
+
+
+def Encoder(config, workspace=None, fallback: bool = False) -> nn.Module:  # noqa: N802 (it builds a module, like a class)
+    """Your encoder for ``config``: your ``Encoder`` class (notebook 08), built from your saved parts only.
+
+    It has :class:`encoder_course.Encoder`'s interface and state-dict keys: ``forward(token_ids, mask=None,
+    token_type_ids=None)``, ``embeddings``, ``layers``, ``final_norm``; a checkpoint for ``config`` loads into it.
 
     Args:
         config: an :class:`~encoder_course.EncoderConfig`.
         workspace: your workspace folder (default: see :func:`workspace_dir`).
-        fallback: take the course's reference for parts you have not passed yet (and say which).
+        fallback: take the course's reference for parts you have not passed yet (one line per part says which).
+            When the stack itself is not yours, the course's stack holds your embeddings and blocks.
 
-    Attributes:
-        yours: ``{part key: True if it is yours}`` for every part this encoder uses.
+    Returns:
+        the module, with ``yours``: ``{part key: True if it is yours}`` for every part it runs.
 
     Raises:
         PartMissing: naming each missing or failing part and its notebook (unless ``fallback``).
     """
+    from .encoder import EncoderConfig
 
-    def __init__(self, config, workspace=None, fallback: bool = False):
-        super().__init__()
-        from .encoder import EncoderConfig
-
-        if not isinstance(config, EncoderConfig):
-            raise TypeError(f"config must be an EncoderConfig, got {type(config).__name__}")
-        keys = ["scaled_dot_product_attention", "multi_head_attention", "layer_norm", "feed_forward",
-                "encoder_block"]
-        if config.positions == "sinusoidal":
-            keys.insert(0, "sinusoidal_positions")
-        got = _get(keys, workspace, fallback=fallback, quiet=not fallback)
-        self.yours = {key: is_yours for key, (_, is_yours) in got.items()}
-        layer_norm, block = got["layer_norm"][0], got["encoder_block"][0]
-        self.config = config
-        self.embeddings = nn.Module()
-        self.embeddings.token = nn.Embedding(config.vocab_size, config.d_model)
-        if config.scale_embeddings:  # as encoder_course.Encoder: the table that goes with the sqrt(d_model) factor
-            nn.init.normal_(self.embeddings.token.weight, std=config.d_model ** -0.5)
-        if config.positions == "sinusoidal":
-            table = got["sinusoidal_positions"][0](config.max_len, config.d_model)  # (max_len, d_model)
-            self.embeddings.register_buffer("sinusoid", table, persistent=False)
-        else:
-            self.embeddings.position = _Table(config.max_len, config.d_model)
-        if config.type_vocab_size:
-            self.embeddings.token_type = nn.Embedding(config.type_vocab_size, config.d_model)
-        if config.embedding_norm:
-            self.embeddings.norm = layer_norm(config.d_model, eps=config.eps)
-        self.embeddings.dropout = nn.Dropout(config.dropout)
-        self.layers = nn.ModuleList(
-            block(config.d_model, config.n_heads, config.d_ff, dropout=config.dropout,
-                  norm_first=config.norm_first, activation=config.activation, eps=config.eps)
-            for _ in range(config.n_layers))
-        self.final_norm = layer_norm(config.d_model, eps=config.eps) if config.norm_first else None
-
-    def embed(self, token_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """Token vectors + positions (+ token types), normalised if the config says so, then dropout."""
-        cfg, emb = self.config, self.embeddings
-        require_token_ids("token_ids", token_ids, cfg.vocab_size)
-        length = token_ids.shape[1]
-        require_length(length, cfg.max_len)
-        x = emb.token(token_ids.long())  # (B, L, d_model)
-        if cfg.scale_embeddings:
-            x = x * math.sqrt(cfg.d_model)
-        x = x + (emb.sinusoid[:length].to(x.dtype) if cfg.positions == "sinusoidal" else emb.position.weight[:length])
-        if cfg.type_vocab_size:
-            if token_type_ids is None:
-                token_type_ids = torch.zeros_like(token_ids)
-            require_token_ids("token_type_ids", token_type_ids, cfg.type_vocab_size)
-            require_same_shape("token_type_ids", token_type_ids, "token_ids", token_ids)
-            x = x + emb.token_type(token_type_ids.long())  # (B, L, d_model)
-        if cfg.embedding_norm:
-            x = emb.norm(x)
-        return emb.dropout(x)
-
-    def forward(self, token_ids: torch.Tensor, mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """Encode ``token_ids`` ``(B, L)``; ``mask`` as for :class:`encoder_course.Encoder`."""
-        x = self.embed(token_ids, token_type_ids)  # (B, L, d_model)
-        mask = encoder_mask(mask, token_ids.shape[0], self.config.n_heads, token_ids.shape[1])
-        for layer in self.layers:
-            x = layer(x, mask)  # (B, L, d_model)
-        return x if self.final_norm is None else self.final_norm(x)
+    if not isinstance(config, EncoderConfig):
+        raise TypeError(f"config must be an EncoderConfig, got {type(config).__name__}")
+    folder = workspace_dir(workspace)
+    rows = {row.key: row for row in progress(folder)}
+    wanted = encoder_parts(config)
+    passing = {key for key in wanted if rows[key].passing}
+    keys = wanted if not fallback else [k for k in wanted if k in _used(ENCODER_PART, passing, set(wanted))]
+    got = _get(keys, folder, fallback=fallback, quiet=not fallback, rows=rows)
+    stack, stack_is_yours = got[ENCODER_PART]
+    if stack_is_yours:
+        model = stack(config)
+    else:
+        model = _course_stack(config, got["embeddings"][0], got["encoder_block"][0], got["layer_norm"][0])
+    model.yours = {key: is_yours for key, (_, is_yours) in got.items()}
+    return model
 
 
-def format_progress(rows: list[PartStatus]) -> str:
-    """The table ``encoder-course progress`` prints, with a last line about the whole encoder."""
+def format_progress(rows: list[PartStatus], folder: str | os.PathLike | None = None) -> str:
+    """The table ``encoder-course progress`` prints: the folder it read (and whether it exists), a row per
+    part, why each saved part fails, and a last line about the whole encoder."""
+    lines = []
+    if folder is not None:
+        folder = Path(folder)
+        lines.append(f"Workspace: {folder}" + ("" if folder.is_dir() else
+                     " (it does not exist yet: pass an exercise in a notebook, or name your workspace with "
+                     "--workspace DIR)"))
+    return "\n".join(lines + [_table(rows)])
+
+
+def _table(rows: list[PartStatus]) -> str:
     header = ("part", "notebook", "saved", "passing")
     body = [(r.name, r.notebook, "yes" if r.saved else "no", "yes" if r.passing else "no") for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(header, *body)]
@@ -448,8 +531,7 @@ def format_progress(rows: list[PartStatus]) -> str:
         if r.problem and r.saved:
             lines.append(f"  {r.name}: {r.problem}")
     done = sum(r.passing for r in rows)
-    encoder_keys = {"sinusoidal_positions", "scaled_dot_product_attention", "multi_head_attention", "layer_norm",
-                    "feed_forward", "encoder_block"}
+    encoder_keys = set(encoder_parts())  # the stack (notebook 08) and every part it imports
     encoder_done = all(r.passing for r in rows if r.key in encoder_keys)
     lines.append(f"{done} of {len(rows)} parts are yours and pass their checks. "
                  + ("The whole encoder is yours: yours.Encoder(config) builds it from your parts only."

@@ -161,6 +161,43 @@ def test_an_answer_that_needs_another_cell_is_not_saved_and_says_why(workspace, 
     assert not (workspace / "sinusoidal_positions.py").exists()
 
 
+def test_a_saved_part_carries_the_imports_helpers_and_constants_it_uses_from_other_cells(workspace, tmp_path,
+                                                                                       capsys):
+    import einops
+
+    pass_all(tmp_path, capsys, ("scaled_dot_product_attention",))
+    helper = learner_cell(tmp_path, "scaled_dot_product_attention", '''
+        def heads_first(t, n):
+            return rearrange(t, "b l (h d) -> b h l d", h=n)
+
+        def scaled_dot_product_attention(q, k, v, mask=None):
+            pass
+    ''', {"rearrange": einops.rearrange})
+    source = '''
+        class MultiHeadAttention(nn.Module):
+            def __init__(self, d_model, n_heads):
+                super().__init__()
+                self.n_heads = n_heads
+                self.w_q, self.w_k = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+                self.w_v, self.w_o = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+
+            def forward(self, x, mask=None):
+                q, k, v = (heads_first(w(x), self.n_heads) for w in (self.w_q, self.w_k, self.w_v))
+                out, _ = scaled_dot_product_attention(q, k, v, mask)
+                return self.w_o(ec.merge_heads(out) * ONE)
+    '''
+    scope = {"heads_first": helper.__globals__["heads_first"], "ec": ec, "ONE": 1.0,
+             "scaled_dot_product_attention": yours.use("scaled_dot_product_attention")}
+    checks.check_multi_head_attention(learner_cell(tmp_path, "multi_head_attention", source, scope))
+    out = capsys.readouterr().out
+    assert "saved as part of your encoder" in out and "not saved" not in out, out
+    text = (workspace / "multi_head_attention.py").read_text()
+    for line in ("from einops import rearrange", "import encoder_course as ec", "ONE = 1.0",
+                 "def heads_first(t, n):", "from .scaled_dot_product_attention import scaled_dot_product_attention"):
+        assert line in text, (line, text)
+    assert yours.parts(workspace)["multi_head_attention"] is True
+
+
 def test_yours_encoder_has_the_reference_interface_and_keys_and_equals_it_with_the_same_weights(
         workspace, tmp_path, capsys):
     pass_all(tmp_path, capsys)
@@ -203,6 +240,27 @@ def test_a_part_edited_into_a_wrong_one_is_named(workspace, tmp_path, capsys):
     with pytest.raises(yours.PartMissing, match=r"LayerNorm \(notebook 05_residual_and_layernorm\): saved, but it "
                                                 r"does not pass its check now"):
         yours.Encoder(ec.EncoderConfig.minilm_l6().replace(n_layers=1))
+    # progress says why, in the checker's words
+    cli(["progress", "--workspace", str(workspace)])
+    out = capsys.readouterr().out
+    why = next(line for line in out.splitlines() if line.strip().startswith("LayerNorm: saved"))
+    assert why.split("check now: ", 1)[1].strip() and "LayerNorm" in why, out
+
+
+def test_progress_from_the_repository_folder_reads_the_notebooks_workspace_and_names_it(tmp_path, monkeypatch,
+                                                                                        capsys):
+    monkeypatch.delenv("ENCODER_COURSE_WORKSPACE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    cli(["progress"])
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith(f"Workspace: {tmp_path / 'my_encoder'} (it does not exist yet")
+    monkeypatch.setenv("ENCODER_COURSE_WORKSPACE", str(tmp_path / "notebooks" / "my_encoder"))
+    pass_all(tmp_path, capsys, ("scaled_dot_product_attention",))
+    monkeypatch.delenv("ENCODER_COURSE_WORKSPACE")
+    cli(["progress"])
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"Workspace: {tmp_path / 'notebooks' / 'my_encoder'}", out
+    assert "1 of" in out
 
 
 def test_progress_on_an_empty_a_partial_and_a_complete_workspace(workspace, tmp_path, capsys):

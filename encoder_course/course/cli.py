@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         description="One row per exercise that becomes part of your encoder: its notebook, whether your "
         "answer is saved in your workspace, and whether it passes its check now.")
     progress.add_argument("--workspace", default=None, metavar="DIR",
-                          help="your workspace (default: $ENCODER_COURSE_WORKSPACE, else ./my_encoder)")
+                          help="your workspace (default: $ENCODER_COURSE_WORKSPACE, else ./my_encoder, else "
+                          "./notebooks/my_encoder)")
 
     check = sub.add_parser(
         "check", help="run a learner notebook top to bottom and say whether each exercise is right",
@@ -109,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "progress":
         from .. import yours
 
-        sys.stdout.write(yours.format_progress(yours.progress(args.workspace)) + "\n")
+        folder = yours.workspace_dir(args.workspace)
+        sys.stdout.write(yours.format_progress(yours.progress(folder), folder) + "\n")
         return 0
     if args.command == "check":
         from .self_check import check_notebook
