@@ -374,37 +374,26 @@ RUN_PREFIX = "encoder-course-grade-"
 
 
 def _started(pid: int) -> str | None:
-    """When process ``pid`` started (clock ticks since boot), or None if there is none: a pid and its
-    start time name one process, even after the pid is reused."""
+    """When process ``pid`` started (ticks since boot: with the pid, it names one process), None if gone."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().rsplit(b")", 1)[1].split()[19].decode()
+        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[19].decode()
     except (OSError, IndexError):
         return None
 
 
 def make_run_base() -> str:
-    """The grader's private folder for this run; others may pass through it (0711) but not list it.
-
-    It records which process owns it. A run that was killed (SIGKILL, a power cut) cannot remove its own
-    folder, so each new run first removes this user's folders whose owner is gone.
-    """
-    tmp = tempfile.gettempdir()
-    for name in os.listdir(tmp):
-        old = os.path.join(tmp, name)
+    """The grader's private folder for this run (0711: others may pass through it, not list it), naming its
+    owner. A killed run cannot remove its own: each run first removes this user's whose owner is gone."""
+    for old in Path(tempfile.gettempdir()).glob(RUN_PREFIX + "*"):
         try:
-            if not name.startswith(RUN_PREFIX) or os.lstat(old).st_uid != os.getuid():
-                continue
-            with open(os.path.join(old, "owner"), encoding="ascii") as handle:
-                pid, started = handle.read().split()
+            pid, started = (old / "owner").read_text("ascii").split()
+            if old.lstat().st_uid == os.getuid() and _started(int(pid)) != started:
+                remove_tree(str(old))
         except (OSError, ValueError):
             continue
-        if _started(int(pid)) != started:
-            remove_tree(old)
     base = tempfile.mkdtemp(prefix=RUN_PREFIX)
     os.chmod(base, 0o711)
-    with open(os.path.join(base, "owner"), "w", encoding="ascii") as handle:
-        handle.write(f"{os.getpid()} {_started(os.getpid())}")
+    Path(base, "owner").write_text(f"{os.getpid()} {_started(os.getpid())}", "ascii")
     return base
 
 
