@@ -46,6 +46,7 @@ _HEADER = '''"""Your {name}, saved from notebook {notebook} when its check passe
 Edit the exercise in the notebook, not this file: the next passing check overwrites it.
 """
 
+import math
 
 import torch
 import torch.nn.functional as F

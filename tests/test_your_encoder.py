@@ -4,8 +4,9 @@ line for line, and that loads all-MiniLM-L6-v2 and gives sentence-transformers' 
 As a learner would: each exercise cell of the learner notebooks 01-11 is edited (the solution's code in
 place of the stub), and the notebooks run in course order, each in a fresh kernel, against one
 temporary workspace. Then, in a new process where every reference model function and class of
-``encoder_course`` raises when called, ``yours.Encoder(EncoderConfig.minilm_l6())`` is built from the
-saved parts, loads the real weights through the learner's ``rename_key`` and pools with the learner's
+``encoder_course`` raises when called (the course's embeddings and stack too),
+``yours.Encoder(EncoderConfig.minilm_l6())`` is built from the saved parts (the learner's own ``Encoder`` class,
+notebook 08), loads the real weights through the learner's ``rename_key`` and pools with the learner's
 ``mean_pool``; its embeddings must equal sentence-transformers' within 1e-5 on varied, padded sentences.
 With one saved part made wrong, the same build fails with an error that names that part.
 """
@@ -59,11 +60,24 @@ PROOF = textwrap.dedent('''
         f.__code__ = refuse.__code__
         refused += 1
     assert refused > 30 or sys.argv[2] == "plain", refused
+    # Among them the course's own parts of an encoder, the embeddings and the stack included: none runs.
+    for part in () if sys.argv[2] == "plain" else (
+            encoder.Embeddings, encoder.Encoder, block.EncoderBlock, multi_head.MultiHeadAttention,
+            layer_norm.LayerNorm, feed_forward.FeedForward, positions.sinusoidal_positions,
+            attention.scaled_dot_product_attention):
+        try:
+            part()
+        except RuntimeError as exc:
+            assert "reference model" in str(exc), part
+        else:
+            raise AssertionError(f"{part.__name__} still runs")
 
     from encoder_course import pretrained, yours
     from encoder_course.encoder import EncoderConfig
     config = EncoderConfig.minilm_l6()
     mine = yours.Encoder(config)
+    assert type(mine).__module__.endswith(".encoder_stack"), type(mine)  # the learner's own class, from its file
+    assert type(mine.embeddings).__module__.endswith(".embeddings"), type(mine.embeddings)
     sentences = json.loads(sys.argv[1])
     ours = pretrained.embed(sentences, encoder=mine, pool=yours.part("mean_pool"), rename=yours.part("rename_key"))
     print(json.dumps({"yours": mine.yours, "embeddings": ours.tolist(), "refused": refused}))
@@ -113,7 +127,8 @@ def test_every_exercise_done_gives_an_encoder_that_is_all_yours_and_equals_minil
     result = _prove(workspace)
     assert result.returncode == 0, result.stderr[-3000:]
     proof = json.loads(result.stdout.strip().splitlines()[-1])
-    assert all(proof["yours"].values()) and len(proof["yours"]) == 5, proof["yours"]
+    # every part a learned-position encoder runs: attention, multi-head, LayerNorm, FFN, block, embeddings, stack
+    assert all(proof["yours"].values()) and len(proof["yours"]) == 7, proof["yours"]
 
     import torch
 
@@ -123,7 +138,9 @@ def test_every_exercise_done_gives_an_encoder_that_is_all_yours_and_equals_minil
     theirs = reference.encode(SENTENCES, convert_to_tensor=True).cpu()
     ours = torch.tensor(proof["embeddings"])
     assert ours.shape == theirs.shape == (len(SENTENCES), 384)
-    assert (ours - theirs).abs().max().item() <= 1e-5
+    gap = (ours - theirs).abs().max().item()
+    print(f"the learner's encoder against sentence-transformers: largest difference {gap:.1e}")
+    assert gap <= 1e-5, gap
 
     # One part made wrong (the LayerNorm forgets its epsilon's place): the build names it and its notebook.
     layer_norm = workspace / "layer_norm.py"

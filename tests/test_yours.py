@@ -16,7 +16,7 @@ import encoder_course as ec
 from encoder_course import checks, yours
 from encoder_course.course.cli import main as cli
 
-# A learner's answers, as they would write them in the exercise cells (solutions of notebooks 01-07).
+# A learner's answers, as they would write them in the exercise cells (solutions of notebooks 01-08).
 ANSWERS = {
     "sinusoidal_positions": '''
         def sinusoidal_positions(seq_len, d_model):
@@ -89,6 +89,51 @@ ANSWERS = {
                     return x + self.dropout2(self.ffn(self.norm2(x)))
                 x = self.norm1(x + self.dropout1(self.attn(x, mask)))
                 return self.norm2(x + self.dropout2(self.ffn(x)))
+    ''',
+    "embeddings": '''
+        class Embeddings(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.config = config
+                self.token = nn.Embedding(config.vocab_size, config.d_model)
+                if config.positions == "learned":
+                    self.position = nn.Embedding(config.max_len, config.d_model)
+                else:
+                    self.register_buffer("sinusoids", sinusoidal_positions(config.max_len, config.d_model),
+                                         persistent=False)
+                types = config.type_vocab_size
+                self.token_type = nn.Embedding(types, config.d_model) if types else None
+                self.norm = LayerNorm(config.d_model, eps=config.eps) if config.embedding_norm else None
+                self.dropout = nn.Dropout(config.dropout)
+
+            def forward(self, token_ids, token_type_ids=None):
+                length = token_ids.shape[1]
+                x = self.token(token_ids)
+                if self.config.scale_embeddings:
+                    x = x * math.sqrt(self.config.d_model)
+                x = x + (self.position.weight if self.config.positions == "learned" else self.sinusoids)[:length]
+                if self.token_type is not None:
+                    x = x + self.token_type(torch.zeros_like(token_ids) if token_type_ids is None else token_type_ids)
+                return self.dropout(x if self.norm is None else self.norm(x))
+    ''',
+    "encoder_stack": '''
+        class Encoder(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.embeddings = Embeddings(config)
+                self.layers = nn.ModuleList(
+                    EncoderBlock(config.d_model, config.n_heads, config.d_ff, dropout=config.dropout,
+                                 norm_first=config.norm_first, activation=config.activation, eps=config.eps)
+                    for _ in range(config.n_layers))
+                self.final_norm = LayerNorm(config.d_model, eps=config.eps) if config.norm_first else None
+
+            def forward(self, token_ids, mask=None, token_type_ids=None):
+                x = self.embeddings(token_ids, token_type_ids)
+                if mask is not None and mask.dim() == 2:
+                    mask = mask[:, None, None, :]
+                for layer in self.layers:
+                    x = layer(x, mask)
+                return x if self.final_norm is None else self.final_norm(x)
     ''',
 }
 PREAMBLE = "import math\nimport torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
@@ -205,7 +250,10 @@ def test_yours_encoder_has_the_reference_interface_and_keys_and_equals_it_with_t
                    ec.EncoderConfig(vocab_size=50, max_len=16, d_model=32, n_heads=4, d_ff=64, n_layers=2,
                                     norm_first=True, dropout=0.0)):
         mine = yours.Encoder(config).eval()
-        assert all(mine.yours.values())
+        assert all(mine.yours.values()) and list(mine.yours) == yours.encoder_parts(config)
+        # the learner's own classes, from the workspace's files, down to the embeddings
+        assert type(mine).__module__.endswith(".encoder_stack") and type(mine.embeddings).__module__.endswith(
+            ".embeddings") and type(mine.layers[0]).__module__.endswith(".encoder_block")
         reference = ec.Encoder(config, fast=False).eval()
         assert sorted(mine.state_dict()) == sorted(reference.state_dict())
         reference.load_state_dict(mine.state_dict())
@@ -223,14 +271,19 @@ def test_a_missing_part_is_named_with_its_notebook_and_fallback_says_which(works
     with pytest.raises(yours.PartMissing) as info:
         yours.Encoder(config)
     message = str(info.value)
-    assert "FeedForward (notebook 06_feed_forward)" in message and "EncoderBlock (notebook 07_encoder_block)" in message
+    for missing in ("FeedForward (notebook 06_feed_forward)", "EncoderBlock (notebook 07_encoder_block)",
+                    "Embeddings (notebook 08_stacking)", "Encoder (notebook 08_stacking)"):
+        assert missing in message, message
     assert "LayerNorm (notebook" not in message
+    assert "sinusoidal_positions" not in message  # learned positions: never called
     capsys.readouterr()
     mine = yours.Encoder(config, fallback=True)
     out = capsys.readouterr().out
-    assert "FeedForward: the course's reference" in out and "LayerNorm: yours" in out
-    assert mine.yours == {"scaled_dot_product_attention": True, "multi_head_attention": True, "layer_norm": True,
-                          "feed_forward": False, "encoder_block": False}
+    assert "EncoderBlock: the course's reference" in out and "LayerNorm: yours" in out
+    # The course's stack holds the learner's LayerNorm as its final norm and the course's blocks, which bring
+    # their own attention: only the parts that run are listed.
+    assert mine.yours == {"layer_norm": True, "encoder_block": False, "embeddings": False, "encoder_stack": False}
+    assert sorted(mine.state_dict()) == sorted(ec.Encoder(config).state_dict())
 
 
 def test_a_part_edited_into_a_wrong_one_is_named(workspace, tmp_path, capsys):
@@ -315,8 +368,11 @@ def test_parts_save_and_load_when_an_earlier_part_was_skipped(workspace, tmp_pat
                        {"scaled_dot_product_attention": yours.use("scaled_dot_product_attention")})
     checks.check_multi_head_attention(mha)
     checks.check_layer_norm(learner_cell(tmp_path, "layer_norm", ANSWERS["layer_norm"]))
+    block_uses = ("multi_head_attention", "feed_forward", "layer_norm")
+    checks.check_encoder_block(learner_cell(tmp_path, "encoder_block", ANSWERS["encoder_block"],
+                                            {checks.EXERCISES[u].name: yours.use(u) for u in block_uses}))
     out = capsys.readouterr().out
-    assert out.count("saved as part of your encoder") == 2, out
+    assert out.count("saved as part of your encoder") == 3, out
     assert not (workspace / "scaled_dot_product_attention.py").exists()
     assert yours.parts(workspace)["multi_head_attention"] and yours.parts(workspace)["layer_norm"]
     mine = yours.Encoder(ec.EncoderConfig.minilm_l6().replace(n_layers=1), fallback=True)

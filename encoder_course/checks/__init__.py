@@ -29,13 +29,15 @@ sequences reversed (masks); out against the learner's own weights, v set to zero
 every key shifted by one vector (attention); one parameter of a module set at a time (a bias to
 zero, a layer to the identity, the queries to zero, a sublayer switched off), one head against several,
 gamma doubled, x shifted or scaled, the activation shown alone; a config field (``parameter_count``);
-one block, blocks of one key and small scores (online softmax); the padding moved or changed
-(``mean_pool``, ``masked_token_loss``); which layers and parts go wrong (``rename_key``). When no probe
-finds a cause, the message still localises the difference (entries in the wrong order, one factor or
-one offset for every value, which sequences, positions or features differ); it never says only that
-the numbers differ. A NaN or infinite gradient, also through fully masked rows and all-padding
-sequences, is a named mistake everywhere gradients are checked. The tests count who named each
-catalogued mistake (``_compare.probe`` records every probe's diagnosis).
+one block, blocks of one key and small scores (online softmax); one table at a time set to zero and the
+position rows each token gets (``Embeddings``); the output after fewer layers, the attention switched off,
+one layer alone (``Encoder``); the padding moved or changed (``mean_pool``, ``masked_token_loss``); which
+layers and parts go wrong (``rename_key``). When no probe finds a cause, the message still localises the
+difference (entries in the wrong order, one factor or one offset for every value, which sequences,
+positions or features differ); it never says only that the numbers differ. A NaN or infinite gradient,
+also through fully masked rows and all-padding sequences, is a named mistake everywhere gradients are
+checked. The tests count who named each catalogued mistake (``_compare.probe`` records every probe's
+diagnosis).
 
 Design decisions (documented for teachers and maintainers):
 
@@ -73,9 +75,9 @@ Where things are (one file per exercise, named like the model file it checks):
 
 * ``registry.py``: every exercise declared once (key, name, notebook, kind, reference, shape hint);
 * ``positions.py``, ``attention.py``, ``masks.py``, ``multi_head.py``, ``layer_norm.py``,
-  ``feed_forward.py``, ``block.py``, ``counting.py``, ``blockwise.py``, ``pooling.py``, ``training.py``,
-  ``interop.py``: each exercise's checker (named like the package module it checks), its inputs and its
-  catalogue of mistakes;
+  ``feed_forward.py``, ``block.py``, ``embeddings.py``, ``encoder.py``, ``counting.py``, ``blockwise.py``,
+  ``pooling.py``, ``training.py``, ``interop.py``: each exercise's checker (named like the package module
+  it checks), its inputs and its catalogue of mistakes;
 * ``_run.py``: running the learner's code safely (error hints, the verdict wrapper); ``_timer.py``: the time limit;
 * ``_compare.py``: comparing numbers (tolerance, mistakes matched, gradients, randomness probes);
 * ``_modules.py``: building the learner's modules, randomising and copying parameters, calling them.
@@ -91,6 +93,8 @@ from .attention import check_scaled_dot_product_attention
 from .block import check_encoder_block
 from .blockwise import check_online_softmax_attention
 from .counting import check_parameter_count
+from .embeddings import check_embeddings
+from .encoder import check_encoder_stack
 from .feed_forward import check_feed_forward
 from .interop import check_rename_key
 from .layer_norm import check_layer_norm
@@ -102,8 +106,9 @@ from .registry import EXERCISES
 from .training import check_masked_token_loss
 
 __all__ = [
-    "EXERCISES", "ExerciseError", "TIME_LIMIT", "Verdict", "check_causal_mask", "check_encoder_block",
-    "check_feed_forward", "check_layer_norm", "check_masked_token_loss", "check_mean_pool",
-    "check_multi_head_attention", "check_online_softmax_attention", "check_padding_mask", "check_parameter_count",
+    "EXERCISES", "ExerciseError", "TIME_LIMIT", "Verdict", "check_causal_mask", "check_embeddings",
+    "check_encoder_block", "check_encoder_stack", "check_feed_forward", "check_layer_norm", "check_masked_token_loss",
+    "check_mean_pool", "check_multi_head_attention", "check_online_softmax_attention", "check_padding_mask",
+    "check_parameter_count",
     "check_rename_key", "check_scaled_dot_product_attention", "check_sinusoidal_positions", "verdict",
 ]

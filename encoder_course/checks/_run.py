@@ -85,6 +85,7 @@ _CALLS = {
                           "(not nn.MultiheadAttention's query, key, value)",
     "LayerNorm": "a LayerNorm takes only x: self.norm1(x)",
     "EncoderBlock": "a block takes x and the mask: block(x, mask)",
+    "Embeddings": "the embeddings take the token ids and the token types: self.embeddings(token_ids, token_type_ids)",
 }
 
 
@@ -139,6 +140,11 @@ def _error_hint(exc: BaseException, name: str = "", masks=()) -> str:
         return ("A string was called like a function: self.activation holds the activation's name ('gelu' "
                 "or 'relu'), not the function. Look up the function it names, e.g. `F.gelu if "
                 "self.activation == 'gelu' else F.relu`.")
+    if "'NoneType' object is not callable" in text or "'NoneType' object has no attribute" in text:
+        return ("Something that is None was used as a module: a part the configuration leaves out is None "
+                "(self.final_norm in a post-LN stack, self.token_type without token types, self.norm without "
+                "embedding_norm), so use it only when it is there, `if self.final_norm is not None:`; or a "
+                "function returned None where you expected a value.")
     if isinstance(exc, TypeError) and "required positional argument: 'mask'" in text:
         return "the mask is optional: write `def forward(self, x, mask=None)` and pass it on only as given."
     called = re.search(r"(\w+)\.forward\(\) takes .* but \d+ were given", text)

@@ -106,6 +106,24 @@ _DECLARED = (
                   "attention broadcasts it.",
     ),
     Exercise(
+        key="embeddings", name="Embeddings", notebook="08_stacking",
+        kind="class", reference="encoder_course.encoder.Embeddings",
+        uses=("sinusoidal_positions", "layer_norm"),
+        shape_hint="self.token(token_ids) is (B, L, d_model). The position table has max_len rows and a "
+                   "sequence of L = token_ids.shape[1] tokens takes its first L, table[:L], (L, d_model), which "
+                   "broadcasts over the batch; the token types are (B, L, d_model) like the tokens.",
+    ),
+    Exercise(
+        key="encoder_stack", name="Encoder", notebook="08_stacking",
+        kind="class", reference="encoder_course.encoder.Encoder",
+        uses=("embeddings", "encoder_block", "layer_norm"),
+        shape_hint="self.embeddings(token_ids, token_type_ids) gives x (B, L, d_model), and every layer(x, mask) "
+                   "takes and returns (B, L, d_model).",
+        mask_hint="A (B, L) padding mask becomes (B, 1, 1, L), mask[:, None, None, :], once, before the layers; "
+                  "a mask with 4 dimensions already lines up with the scores (B, H, L, L): pass it to every "
+                  "layer as given.",
+    ),
+    Exercise(
         key="parameter_count", name="parameter_count", notebook="08_stacking",
         kind="function", reference="encoder_course.counting.parameter_count",
         locked=("encoder_course.counting.analytic_parameter_counts", "encoder_course.counting.count_parameters",

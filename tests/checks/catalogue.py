@@ -41,6 +41,8 @@ PASS_LINES = {
     checks.check_layer_norm: "✓ layer_norm: all checks passed",
     checks.check_feed_forward: "✓ feed_forward: all checks passed",
     checks.check_encoder_block: "✓ encoder_block: all checks passed",
+    checks.check_embeddings: "✓ embeddings: all checks passed",
+    checks.check_encoder_stack: "✓ encoder_stack: all checks passed",
     checks.check_parameter_count: "✓ parameter_count: all checks passed",
     checks.check_online_softmax_attention: "✓ online_softmax_attention: all checks passed",
     checks.check_mean_pool: "✓ mean_pool: all checks passed",
@@ -308,7 +310,46 @@ class BlockSkeleton(nn.Module):
         self.p = dropout  # for the candidates that call F.dropout themselves
 
 
+class EmbeddingsSkeleton(nn.Module):
+    """Embeddings' given __init__ (notebook 08), built on the package's sinusoids and LayerNorm."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        d = config.d_model
+        self.token = nn.Embedding(config.vocab_size, d)
+        if config.scale_embeddings:
+            nn.init.normal_(self.token.weight, std=d ** -0.5)
+        if config.positions == "learned":
+            self.position = nn.Embedding(config.max_len, d)
+            nn.init.normal_(self.position.weight, std=0.02)
+        else:
+            self.register_buffer("sinusoids", ec.sinusoidal_positions(config.max_len, d), persistent=False)
+        self.token_type = nn.Embedding(config.type_vocab_size, d) if config.type_vocab_size else None
+        self.norm = ec.LayerNorm(d, eps=config.eps) if config.embedding_norm else None
+        self.dropout = nn.Dropout(config.dropout)
+
+    def table(self):
+        """The position table (max_len, d_model), learned or sinusoidal (a helper the candidates share)."""
+        return self.position.weight if self.config.positions == "learned" else self.sinusoids
+
+
+class StackSkeleton(nn.Module):
+    """Encoder's given __init__ (notebook 08), built on the package's Embeddings, blocks and LayerNorm."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.embeddings = ec.Embeddings(config)
+        self.layers = nn.ModuleList(
+            ec.EncoderBlock(config.d_model, config.n_heads, config.d_ff, dropout=config.dropout,
+                            norm_first=config.norm_first, activation=config.activation, eps=config.eps)
+            for _ in range(config.n_layers))
+        self.final_norm = ec.LayerNorm(config.d_model, eps=config.eps) if config.norm_first else None
+
+
 MB, LB, FB, BB = MHASkeleton, LayerNormSkeleton, FeedForwardSkeleton, BlockSkeleton
+ES, SS = EmbeddingsSkeleton, StackSkeleton
 
 
 def from_cell(source: str, **names):

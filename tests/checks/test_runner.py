@@ -13,7 +13,7 @@ import encoder_course as ec
 from encoder_course import checks
 from encoder_course.checks import ExerciseError, _run, _timer
 
-from .catalogue import BB, FB, LB, MB, PASS_LINES, pe_right, pe_swapped, sdpa_in_place
+from .catalogue import BB, ES, FB, LB, MB, PASS_LINES, SS, pe_right, pe_swapped, sdpa_in_place
 from .test_block import BlockRight
 
 
@@ -55,11 +55,22 @@ class _BlockStub(BB):
         raise NotImplementedError("Exercise")
 
 
+class _EmbeddingsStub(ES):
+    def forward(self, token_ids, token_type_ids=None):
+        raise NotImplementedError("Exercise: write Embeddings.forward: replace this line with your code")
+
+
+class _StackStub(SS):
+    def forward(self, token_ids, mask=None, token_type_ids=None):
+        raise NotImplementedError("Exercise: write Encoder.forward: replace this line with your code")
+
+
 STUBS = [
     (checks.check_sinusoidal_positions, _stub), (checks.check_scaled_dot_product_attention, sdpa_stub),
     (checks.check_padding_mask, _stub), (checks.check_causal_mask, _stub),
     (checks.check_multi_head_attention, MHAStub), (checks.check_layer_norm, _LNStub),
     (checks.check_feed_forward, _FFStub), (checks.check_encoder_block, _BlockStub),
+    (checks.check_embeddings, _EmbeddingsStub), (checks.check_encoder_stack, _StackStub),
 ]
 
 

@@ -1,0 +1,429 @@
+"""Checker of the ``Embeddings`` class (notebook 08): token vectors (times sqrt(d_model) when asked), the first L
+position vectors, token types (type 0 when none are given), the LayerNorm, dropout last.
+
+The learner's class is built from four small configurations (BERT's layout, the 2017 one and two mixtures), its
+parameters set to random values and copied into the package's ``Embeddings``; its state-dict keys must be the
+package's, so a checkpoint loads into it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+
+import torch
+
+from ._compare import _check_gradients, _close, _compare_output, _identical, probe
+from ._modules import _build, _copy_params, _kept_state, _randomise, _setting_probe, _sub
+from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _snapshot
+from .registry import exercise
+
+_P = 0.3  # the dropout rate of the train() checks
+
+
+def _configs():
+    from ..encoder import EncoderConfig
+
+    base = dict(vocab_size=40, max_len=12, d_model=16, n_heads=4, d_ff=32, n_layers=1, dropout=0.0)
+    return [
+        ("for BERT's layout (learned positions, 2 token types, a LayerNorm, no scaling)",
+         EncoderConfig(**base, positions="learned", type_vocab_size=2, embedding_norm=True, eps=1e-6)),
+        ("for the 2017 layout (sinusoidal positions, tokens scaled by sqrt(d_model), no token types, no LayerNorm)",
+         EncoderConfig(**base, positions="sinusoidal", scale_embeddings=True)),
+        ("for learned positions, tokens scaled by sqrt(d_model), 3 token types, no LayerNorm",
+         EncoderConfig(**base, positions="learned", scale_embeddings=True, type_vocab_size=3)),
+        ("for sinusoidal positions, 2 token types and a LayerNorm, no scaling",
+         EncoderConfig(**base, positions="sinusoidal", type_vocab_size=2, embedding_norm=True)),
+    ]
+
+
+def _table(r, cfg) -> torch.Tensor:
+    """The reference's position table (max_len, d_model)."""
+    return (r.position.weight if cfg.positions == "learned" else r.position.table).detach()
+
+
+def _embed(ids, types, r, cfg, kind="right", factor=None):
+    """The embeddings and their usual slips, from the reference's tables ``r`` (eval mode)."""
+    length = ids.shape[1]
+    table = _table(r, cfg)
+    tok = r.token.weight.detach()[ids]  # (B, L, d)
+    type_ids = torch.zeros_like(ids) if types is None else types
+    typ = r.token_type.weight.detach()[type_ids] if r.token_type is not None else 0.0
+    pos = {"no_positions": lambda: 0.0, "position_zero": lambda: table[:1],
+           "positions_from_one": lambda: table[1:length + 1], "positions_reversed": lambda: table[:length].flip(0),
+           "positions_by_token": lambda: table[ids]}.get(kind, lambda: table[:length])()
+    scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0
+    if factor is not None:
+        scale = factor
+    if kind == "no_types" and types is None:  # (told apart where token types are given)
+        return {"out": torch.full((1,), float("nan"))}
+    if kind == "no_types" or (kind == "types_only_given" and types is None):
+        typ = 0.0
+    elif kind == "types_from_token_table":
+        typ = r.token.weight.detach()[type_ids]
+    if kind == "scale_all":
+        x = (tok + pos + typ) * math.sqrt(cfg.d_model)
+    elif kind == "norm_before_positions":
+        x = r.norm(tok * scale) + pos + typ
+    elif kind == "norm_before_types":
+        x = r.norm(tok * scale + pos) + typ
+    else:
+        x = tok * scale + pos + typ
+        if r.norm is not None and kind not in ("norm_before_positions", "norm_before_types", "no_norm"):
+            x = r.norm(x)
+    return {"out": x}
+
+
+def _mistakes(cfg, mode: str):
+    s, d = math.sqrt(cfg.d_model), cfg.d_model
+    listed = [
+        ("the position vectors are not added: add the first L rows of the position table, x + "
+         "self.position.weight[:L] (learned) or x + self.sinusoids[:L] (sinusoidal), so one token at two "
+         "positions gets two different vectors.", "no_positions"),
+        ("every token gets the vector of position 0: the token at position p takes row p of the table, "
+         "table[:L] (all L rows, not table[0] or table[:1]).", "position_zero"),
+        ("the positions start at 1: the first token is at position 0, so take table[:L], not table[1:L + 1].",
+         "positions_from_one"),
+        ("the positions are in reverse order: row p of the table goes to the token at position p, table[:L] as "
+         "it is.", "positions_reversed"),
+        ("the position vectors are looked up by token id, self.position(token_ids): a token's position is where "
+         "it stands, 0 to L - 1, so take the first L rows, self.position.weight[:L].", "positions_by_token"),
+    ]
+    scaled = []
+    if cfg.scale_embeddings:
+        scaled = [
+            (f"the token vectors are not multiplied by sqrt(d_model) = {s:g}: this config has "
+             "scale_embeddings=True (the 2017 paper, section 3.4), so x = self.token(token_ids) * "
+             "math.sqrt(d_model), before anything is added.", functools.partial(_embed, factor=1.0)),
+            (f"the token vectors are multiplied by d_model = {d}, not by its square root: math.sqrt(d_model).",
+             functools.partial(_embed, factor=float(d))),
+            ("the token vectors are divided by sqrt(d_model); the 2017 paper multiplies them: "
+             "self.token(token_ids) * math.sqrt(d_model).", functools.partial(_embed, factor=1.0 / s)),
+            ("the positions (and token types) are multiplied by sqrt(d_model) too: only the token vectors are "
+             "scaled, before anything is added to them.", functools.partial(_embed, kind="scale_all")),
+        ]
+    else:
+        scaled = [
+            (f"the token vectors are multiplied by sqrt(d_model) = {s:g}, but this config has "
+             "scale_embeddings=False: scale only when self.config.scale_embeddings is True.",
+             functools.partial(_embed, factor=s)),
+        ]
+    typed = []
+    if cfg.type_vocab_size:
+        typed = [
+            ("the token-type vectors are not added: add self.token_type(token_type_ids) to every token (type 0's "
+             "vector when no token_type_ids are given).", "no_types"),
+            ("when no token_type_ids are given, no token-type vector is added. Every token is then in segment 0, "
+             "as in BERT: add self.token_type(torch.zeros_like(token_ids)), type 0's vector.", "types_only_given"),
+            ("the token types are looked up in the token table, self.token(token_type_ids); they have a table of "
+             "their own, self.token_type(token_type_ids).", "types_from_token_table"),
+        ]
+    normed = []
+    if cfg.embedding_norm:
+        normed = [
+            ("the LayerNorm is missing: this config has embedding_norm=True, so normalise the sum, "
+             "x = self.norm(x), before the dropout.", "no_norm"),
+            ("the LayerNorm is applied to the token vectors before the positions (and token types) are added: "
+             "add everything first, then normalise the sum.", "norm_before_positions"),
+            ("the LayerNorm is applied before the token-type vectors are added: add the token types too, then "
+             "normalise the sum.", "norm_before_types"),
+        ]
+    out = [(m, functools.partial(_embed, kind=k) if isinstance(k, str) else k)
+           for m, k in listed + scaled + typed + normed]
+    if mode == "train":
+        out.append((
+            "in train() mode with dropout=0.0 every value is dropped, as if p were 1: the dropout rate is the "
+            "probability to drop, so build nn.Dropout(config.dropout) (or pass p itself to F.dropout), not 1 - p.",
+            lambda ids, types, r, cfg: {"out": torch.zeros_like(_embed(ids, types, r, cfg)["out"])}))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Calling the learner's module
+
+
+def _hint(exc: ExerciseError, cfg, ids) -> ExerciseError:
+    """The learner's error with a hint of this exercise where its text points to a known cause."""
+    text = str(exc.__cause__ or "")
+    length, batch = ids.shape[1], ids.shape[0]
+    sizes = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", text)
+    pair = {int(sizes.group(1)), int(sizes.group(2))} if sizes else set()
+    hint = ""
+    if "index out of range in self" in text:
+        hint = ("an nn.Embedding was given an index beyond its table. Positions are not looked up by token id: a "
+                "sequence's positions are 0, 1, ..., L - 1, the first L rows of the table, "
+                "self.position.weight[:L]; and token types come from token_type_ids (zeros when none are given).")
+    elif pair == {length, cfg.max_len}:
+        hint = (f"the whole position table (max_len = {cfg.max_len} rows) was added to a sequence of "
+                f"L = {length} tokens: take its first L rows, table[:L] with L = token_ids.shape[1].")
+    elif pair == {length, batch}:
+        hint = ("the position table was sliced with the batch size: token_ids is (B, L), so the length is "
+                "token_ids.shape[1], and table[:L] is (L, d_model).")
+    elif "has no attribute 'position'" in text:
+        hint = ("this config has sinusoidal positions: their table is the buffer self.sinusoids; self.position "
+                "exists only for learned positions. Branch on self.config.positions.")
+    elif "has no attribute 'sinusoids'" in text:
+        hint = ("this config has learned positions: their table is self.position.weight; self.sinusoids exists "
+                "only for sinusoidal positions. Branch on self.config.positions.")
+    if not hint:
+        return exc
+    return ExerciseError(str(exc).split("\nHint:")[0] + f"\nHint: {hint}")
+
+
+def _call(name, module, label, ids, types, cfg):
+    inputs = {"token_ids": ids} if types is None else {"token_ids": ids, "token_type_ids": types}
+    before = _snapshot(inputs)
+    try:
+        got = _invoke(name, label, module, *inputs.values())
+    except ExerciseError as exc:
+        kept = _kept_state(module)
+        if kept:
+            raise ExerciseError(
+                f"Your {name} keeps {', '.join(f'`{k}`' for k in kept)} from one call to the next {label}, and "
+                "this call fails with it.\nHint: do not store results on self inside forward; compute everything "
+                "from the inputs of this call.") from exc.__cause__
+        raise _hint(exc, cfg, ids) from exc.__cause__
+    _check_unchanged(name, before, inputs)
+    return _expect_tensor(name, got, label, "the embeddings (B, L, d_model)")
+
+
+def _fresh(name, rebuild, cand, label, ids, types, cfg):
+    fresh = rebuild()
+    fresh.load_state_dict(cand.state_dict(), strict=False)
+    fresh.train(cand.training)
+    return _call(name, fresh, label, ids, types, cfg)
+
+
+# ----------------------------------------------------------------------------------------------
+# Probes: one table at a time
+
+
+def _settings(cfg):
+    out = []
+    if cfg.positions == "learned":
+        out.append(({"position.weight": 0.0},
+                    "with the position table set to zero (in yours and in the reference) your output is right, so "
+                    "the mistake is in the positions: the first L rows of the table, row p for the token at "
+                    "position p, added to every sequence of the batch."))
+    if cfg.type_vocab_size:
+        out.append(({"token_type.weight": 0.0},
+                     "with the token-type table set to zero (in yours and in the reference) your output is right, so "
+                     "the mistake is in the token types: self.token_type(token_type_ids), type 0 for every token "
+                     "when none are given, added once."))
+    out.append(({"token.weight": 0.0},
+                "with the token table set to zero (in yours and in the reference) your output is right, so the "
+                "mistake is in the token vectors: self.token(token_ids), times math.sqrt(d_model) only when "
+                "config.scale_embeddings."))
+    return out
+
+
+@probe
+def _position_probe(name, cand, r, cfg, label, ids) -> str:
+    """With every token (and type) vector zero, the output is the positions alone: which row went where?"""
+    paths = ["token.weight"] + (["token_type.weight"] if cfg.type_vocab_size else [])
+    saved = {path: _sub(name, cand, path).detach().clone() for path in paths}
+    try:
+        with torch.no_grad():
+            for path in paths:
+                _sub(name, cand, path).zero_()
+            got = _call(name, cand, f"{label}, with every token vector zero", ids, None, cfg).double()
+    except ExerciseError:
+        return ""
+    finally:
+        for path, value in saved.items():
+            _sub(name, cand, path).data.copy_(value)
+    table = _table(r, cfg)
+    with torch.no_grad():
+        rows = (r.norm(table) if r.norm is not None else table).double()  # what position j alone gives
+        zero = r.norm(torch.zeros_like(table[:1])).double() if r.norm is not None else torch.zeros(1, table.shape[1])
+    length = ids.shape[1]
+    if got.shape != (ids.shape[0], length, table.shape[1]) or _close(got[0], rows[:length], 2.0):
+        return ""
+    if not all(_close(got[b], got[0], 2.0) for b in range(1, got.shape[0])):
+        return ("with every token vector zero (in yours and in the reference) your outputs still differ from one "
+                "sequence to another, but the same positions must get the same vectors in every sequence, whatever "
+                "its token ids: the first L rows of the table, broadcast over the batch.")
+    if _close(got[0], zero.expand(length, -1), 2.0):
+        return ("with every token vector zero (in yours and in the reference) your Embeddings gives nothing (or the "
+                "LayerNorm of zeros), so no position vectors reach the output: add table[:L].")
+    found = []
+    for p in range(length):
+        match = [j for j in range(rows.shape[0]) if _close(got[0, p], rows[j], 2.0)]
+        if not match:
+            break
+        found.append(match[0])
+    if len(found) == length:
+        shown = ", ".join(f"position {p} gets row {j}" for p, j in list(enumerate(found))[:4])
+        return (f"with every token vector zero (in yours and in the reference), your Embeddings adds the wrong rows "
+                f"of the position table: {shown} (the vector of row j where row p belongs). The token at "
+                "position p takes row p: table[:L].")
+    worst = float((got[0] - rows[:length]).abs().max())
+    return (f"with every token vector zero (in yours and in the reference) your output at each position is not the "
+            f"row of the position table it should be, nor any other row (up to {worst:.4g} away): the position "
+            "vectors are changed before they are added. Add table[:L] as it is.")
+
+
+@probe
+def _token_probe(name, cand, r, cfg, label, ids, got) -> str:
+    """Without a LayerNorm the embeddings are linear in the token table: by what factor does yours scale it?"""
+    if cfg.embedding_norm:
+        return ""
+    saved = _sub(name, cand, "token.weight").detach().clone()
+    try:
+        with torch.no_grad():
+            _sub(name, cand, "token.weight").zero_()
+            without = _call(name, cand, f"{label}, with every token vector zero", ids, None, cfg)
+    except ExerciseError:
+        return ""
+    finally:
+        _sub(name, cand, "token.weight").data.copy_(saved)
+    tok = r.token.weight.detach()[ids].double()
+    part = got.double() - without.double()
+    if part.shape != tok.shape:
+        return ""
+    factor = float((part * tok).sum() / (tok * tok).sum())
+    want = math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0
+    if abs(factor - want) < 1e-3 * want or not _close(part, factor * tok, 4.0):
+        return ""
+    return (f"your token vectors are multiplied by {factor:.4g}, and this config asks for "
+            + (f"sqrt(d_model) = {want:g} (scale_embeddings=True): self.token(token_ids) * math.sqrt(d_model)."
+               if cfg.scale_embeddings else "no factor (scale_embeddings=False): self.token(token_ids) as it is."))
+
+
+# ----------------------------------------------------------------------------------------------
+# The check
+
+
+def _keys(name, cand, ref) -> None:
+    """The learner's state-dict keys are the package's (a checkpoint loads by them)."""
+    mine, theirs = set(cand.state_dict()), set(ref.state_dict())
+    missing = sorted(theirs - mine)
+    extra = sorted(k for k in mine - theirs if not k.startswith("norm."))
+    if missing:
+        raise ExerciseError(
+            f"Your {name} has no {', '.join(f'`{k}`' for k in missing)} in its state dict, which the course's "
+            f"Embeddings has; a checkpoint's weights load by these names.\nHint: keep the __init__ the exercise "
+            "gives (self.token, self.position for learned positions, self.token_type, self.norm).")
+    if extra:
+        raise ExerciseError(
+            f"Your {name} saves {', '.join(f'`{k}`' for k in extra)} in its state dict, which the course's "
+            "Embeddings does not: a checkpoint would not load into it.\nHint: a fixed table such as the sinusoids "
+            "is not a weight: register_buffer(..., persistent=False), as the exercise's __init__ does.")
+
+
+def _prepare(name, cls, cfg, seed):
+    """The learner's module built from ``cfg``, its tables random, and the reference with the same values."""
+    from ..encoder import Embeddings as Reference
+
+    cand = _build(name, cls, cfg)
+    ref = Reference(cfg, fast=False)
+    _keys(name, cand, ref)
+    paths = [path for path, _ in ref.named_parameters()]
+    for path in paths:
+        _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
+    _randomise(name, cand, paths, seed)
+    _copy_params(name, cand, ref, paths)
+    if cfg.embedding_norm:
+        eps = getattr(_sub(name, cand, "norm"), "eps", None)
+        if isinstance(eps, float):
+            ref.norm.eps = eps
+    return cand, ref.eval(), paths
+
+
+def _cases(cfg, g):
+    types = cfg.type_vocab_size
+    ids = torch.randint(0, cfg.vocab_size, (3, 7), generator=g)
+    long_ids = torch.randint(0, cfg.vocab_size, (1, cfg.max_len), generator=g)
+    short = torch.randint(0, cfg.vocab_size, (2, 3), generator=g)
+    out = [("token_ids (3, 7), no token_type_ids", ids, None)]
+    if types:  # given first: then without them
+        out.insert(0, ("token_ids (3, 7) and token_type_ids (3, 7)", ids,
+                       torch.randint(0, types, (3, 7), generator=g)))
+    out.append((f"a batch of one as long as max_len, token_ids (1, {cfg.max_len})", long_ids,
+                torch.randint(0, types, (1, cfg.max_len), generator=g) if types else None))
+    out.append(("token_ids (2, 3)" + (" and token_type_ids (2, 3)" if types else ""), short,
+                torch.randint(0, types, (2, 3), generator=g) if types else None))
+    return out
+
+
+@_checker("embeddings")
+def check_embeddings(cls):
+    """Check an ``Embeddings(config)`` class: ``forward(token_ids, token_type_ids=None) -> (B, L, d_model)``."""
+    name = exercise("embeddings").name
+    g = _gen(8)
+    hint = ("x = self.token(token_ids), times math.sqrt(d_model) if config.scale_embeddings; + the first L "
+            "position vectors; + self.token_type(token_type_ids) (zeros when none are given) if there are token "
+            "types; self.norm(x) if there is a norm; self.dropout(x) last.")
+    for index, (desc, cfg) in enumerate(_configs()):
+        rebuild = functools.partial(_build, name, cls, cfg)
+        cand, ref, paths = _prepare(name, cls, cfg, 60 + index)
+        cases = _cases(cfg, g)
+        for mode in ("eval", "train"):
+            getattr(cand, mode)()
+            for case, ids, types in cases:
+                label = f"{desc}, {case}, in {mode}() mode"
+                got = _call(name, cand, label, ids, types, cfg)
+                if mode == "eval" and not _identical(_call(name, cand, label, ids, types, cfg), got):
+                    raise ExerciseError(
+                        f"Your {name} gives a different output each time {label}: dropout is active in eval mode, "
+                        "or something is kept from one call to the next.\nHint: use self.dropout (an nn.Dropout, "
+                        "which switches off in eval()); F.dropout(x, p) needs training=self.training.")
+                want = ref(ids, types)
+                _compare_output(
+                    name, got, want, label, _mistakes(cfg, mode), (ids, types, ref, cfg), hint, factor=2.0,
+                    rerun=functools.partial(_call, name, cand, label, ids, types, cfg),
+                    random_hint="this config has dropout=0.0, so nothing in your Embeddings may be random: build "
+                                "the dropout from the config, nn.Dropout(config.dropout), not from a fixed rate.",
+                    fresh=functools.partial(_fresh, name, rebuild, cand, label, ids, types, cfg),
+                    probes=[functools.partial(_token_probe, name, cand, ref, cfg, label, ids, got),
+                            functools.partial(_position_probe, name, cand, ref, cfg, label, ids),
+                            functools.partial(_setting_probe, name, cand, ref, label, (ids, types), _settings(cfg),
+                                              2.0)],
+                    axes=("sequence", "position", "feature"))
+        cand.eval()
+        case, ids, types = cases[-1]
+        label = f"{desc}, {case}, in eval() mode"
+        _check_gradients(name, label, functools.partial(_call, name, cand, label, ids, types, cfg),
+                         functools.partial(ref, ids, types), {}, {p: _sub(name, cand, p) for p in paths},
+                         {p: _sub(name, ref, p) for p in paths})
+        if index < 2:
+            _check_dropout(name, cls, cfg, desc, cases[0][1], 70 + index)
+
+
+def _check_dropout(name, cls, cfg, desc, ids, seed) -> None:
+    """With dropout p, train() mode zeroes some values and scales the rest by 1 / (1 - p): dropout is the last step."""
+    cfg = cfg.replace(dropout=_P)
+    cand, ref, _ = _prepare(name, cls, cfg, seed)
+    label = f"{desc}, dropout={_P}, token_ids (3, 7)"
+    cand.eval()
+    settled = _call(name, cand, f"{label}, in eval() mode", ids, None, cfg)
+    if not _identical(_call(name, cand, f"{label}, in eval() mode", ids, None, cfg), settled) or \
+            not _close(settled, ref(ids), 2.0):
+        raise ExerciseError(
+            f"Your {name} is right with dropout=0.0 but not with dropout={_P} {desc}, in eval() mode: dropout is "
+            "active in eval mode.\nHint: use self.dropout (an nn.Dropout, which switches off in eval()); "
+            "F.dropout(x, p) needs training=self.training.")
+    cand.train()
+    label = f"{label}, in train() mode"
+    first, second = _call(name, cand, label, ids, None, cfg), _call(name, cand, label, ids, None, cfg)
+    if _identical(first, second):
+        raise ExerciseError(
+            f"Your {name} gives exactly the same output twice {label}, so no dropout is happening during "
+            "training.\nHint: end forward with self.dropout(x).")
+    y, e = first.detach().double(), settled.detach().double()
+    alive = (y != 0) & (e.abs() > 1e-6)
+    ratio = y[alive] / e[alive]
+    scale = 1.0 / (1.0 - _P)
+    if ratio.numel() and torch.allclose(ratio, ratio.median().expand_as(ratio), rtol=1e-3, atol=0.0):
+        if abs(float(ratio.median()) - scale) > 1e-3 * scale:
+            raise ExerciseError(
+                f"The dropout of your {name} scales the values it keeps by {float(ratio.median()):.3g} {label}, but "
+                f"dropout={_P} keeps each value with probability 1 - p and scales it by 1 / (1 - p) = {scale:.3g}."
+                "\nHint: apply self.dropout once, built from config.dropout; p is the probability to drop.")
+        return
+    raise ExerciseError(
+        f"In train() mode the output of your {name} is not the eval() output with some values zeroed and the rest "
+        f"scaled by 1 / (1 - p) {label}: dropout is not the last step. Dropout goes on the finished embeddings, "
+        "x = self.dropout(x) after the sum (and after the LayerNorm when there is one), not on one part of the "
+        "sum or before the norm.")

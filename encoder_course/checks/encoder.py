@@ -1,0 +1,354 @@
+"""Checker of the ``Encoder`` class (notebook 08): the embeddings, every layer in turn with the mask, the final
+LayerNorm of a pre-LN stack.
+
+The learner's class is built as a post-LN stack with BERT's embeddings and as a pre-LN stack with sinusoidal
+positions, three layers each; every parameter is set to a random value and copied into the package's ``Encoder``,
+and both run with no mask, with a (B, 1, 1, L) padding mask, with a causal (1, 1, L, L) mask, with a (B, L)
+padding mask (True = real token), with token types, and on a batch of one. Its state-dict keys must be the
+package's, and its layers must not share weights.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import torch
+
+from ._compare import _check_gradients, _close, _compare_output, _identical, probe
+from ._modules import _build, _copy_params, _kept_state, _randomise, _sub
+from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _snapshot
+from .registry import exercise
+
+_P = 0.3  # the dropout rate of the train() check
+
+
+def _configs():
+    from ..encoder import EncoderConfig
+
+    base = dict(vocab_size=40, max_len=12, d_model=16, n_heads=4, d_ff=32, n_layers=3, dropout=0.0, pad_id=0)
+    return [
+        ("as a post-LN stack of 3 layers with BERT's embeddings (learned positions, 2 token types, a LayerNorm)",
+         EncoderConfig(**base, norm_first=False, positions="learned", type_vocab_size=2, embedding_norm=True)),
+        ("as a pre-LN stack of 3 layers with sinusoidal positions",
+         EncoderConfig(**base, norm_first=True, positions="sinusoidal", scale_embeddings=True)),
+    ]
+
+
+def _as_4d(mask):
+    return mask[:, None, None, :] if mask is not None and mask.dim() == 2 else mask
+
+
+def _stack(ids, mask, types, r, kind="right"):
+    """The stack and its usual slips, from the reference's modules ``r`` (eval mode)."""
+    m = _as_4d(mask)
+    if kind == "no_mask":
+        m = None
+    elif kind == "mask_inverted" and m is not None:
+        m = ~m
+    elif kind == "mask_queries":
+        if mask is None or mask.dim() != 2:
+            return {"out": torch.full((1,), float("nan"))}
+        m = mask[:, None, :, None]
+    x = r.embeddings(ids, None if kind == "no_types" else types)  # (B, L, d_model)
+    layers = list(r.layers)
+    layers = {"reversed": layers[::-1], "first_only": layers[:1] * len(layers), "last_only": layers[-1:],
+              "one_layer": layers[:1], "no_layers": []}.get(kind, layers)
+    final = r.final_norm
+    if kind == "norm_first_of_all" and final is not None:
+        x = final(x)
+    for layer in layers:
+        x = layer(x, m) + (x if kind == "layer_residual" else 0.0)
+        if kind == "norm_each_layer" and final is not None:
+            x = final(x)
+    if final is not None and kind not in ("no_final_norm", "norm_each_layer", "norm_first_of_all"):
+        x = final(x)
+    return {"out": x}
+
+
+_MISTAKES = [
+    ("no_mask", "the mask is not passed to the layers: call layer(x, mask) for every layer, so no token attends "
+                "to padding."),
+    ("mask_inverted", "the mask is inverted before the layers get it: True already means 'a real token, may be "
+                      "attended to', so pass it on as given."),
+    ("mask_queries", "the (B, L) mask was turned into (B, 1, L, 1), which masks queries (rows) instead of keys: "
+                     "mask[:, None, None, :] gives (B, 1, 1, L), one row of keys for every query."),
+    ("reversed", "the layers run in reverse order: the first layer reads the embeddings and the last one writes "
+                 "the output, `for layer in self.layers:`."),
+    ("first_only", "the first layer is applied N times: each of the N layers runs once, with its own weights, "
+                   "`for layer in self.layers: x = layer(x, mask)`."),
+    ("last_only", "only the last layer's work reaches the output: every layer must read what the one before it "
+                  "wrote, x = layer(x, mask), starting from the embeddings (not layer(embeddings) each time, and "
+                  "not only self.layers[-1])."),
+    ("one_layer", "only the first layer runs: loop over all of self.layers (a `return` inside the loop stops it "
+                  "after one layer)."),
+    ("no_layers", "your Encoder returns the embeddings: no layer is applied. Run every layer in turn, "
+                  "x = layer(x, mask)."),
+    ("no_final_norm", "the final LayerNorm is missing: a pre-LN stack ends with x = self.final_norm(x) after the "
+                      "last layer (its residual stream is never normalised otherwise)."),
+    ("norm_each_layer", "the final LayerNorm is applied after every layer: it comes once, after the last layer."),
+    ("norm_first_of_all", "the final LayerNorm is applied to the embeddings, before the layers: it goes after "
+                          "the last layer."),
+    ("layer_residual", "a residual is added around each layer, x = x + layer(x, mask): the blocks have their "
+                       "residual connections inside already, so x = layer(x, mask)."),
+    ("no_types", "the token types do not reach the embeddings: call self.embeddings(token_ids, token_type_ids)."),
+]
+
+
+_STACK_MISTAKES = [(message, functools.partial(_stack, kind=kind)) for kind, message in _MISTAKES]
+
+
+_HINT = ("x = self.embeddings(token_ids, token_type_ids); a (B, L) mask becomes mask[:, None, None, :]; then "
+         "x = layer(x, mask) for every layer, in order; a pre-LN stack ends with x = self.final_norm(x).")
+
+
+# ----------------------------------------------------------------------------------------------
+# Calling the learner's module
+
+
+def _call(name, module, label, ids, mask, types):
+    inputs = {"token_ids": ids}
+    if mask is not None or types is not None:
+        inputs["mask"] = mask
+    if types is not None:
+        inputs["token_type_ids"] = types
+    before = _snapshot(inputs)
+    try:
+        got = _invoke(name, label, module, *inputs.values())
+    except ExerciseError as exc:
+        kept = _kept_state(module)
+        if not kept:
+            raise
+        raise ExerciseError(
+            f"Your {name} keeps {', '.join(f'`{k}`' for k in kept)} from one call to the next {label}, and this "
+            "call fails with it.\nHint: do not store results on self inside forward (a mask, say); compute "
+            "everything from the inputs of this call.") from exc.__cause__
+    _check_unchanged(name, before, inputs)
+    return _expect_tensor(name, got, label, "the encoded tokens (B, L, d_model)")
+
+
+def _fresh(name, rebuild, cand, label, ids, mask, types):
+    fresh = rebuild()
+    fresh.load_state_dict(cand.state_dict(), strict=False)
+    fresh.train(cand.training)
+    return _call(name, fresh, label, ids, mask, types)
+
+
+# ----------------------------------------------------------------------------------------------
+# Probes
+
+
+@probe
+def _depth_probe(name, ids, mask, types, r, got) -> str:
+    """Is the answer what the stack gives after some other number of layers (with or without the final norm)?"""
+    m = _as_4d(mask)
+    with torch.no_grad():
+        x = r.embeddings(ids, types)
+        after = [x]
+        for layer in r.layers:
+            after.append(layer(after[-1], m))
+    n, final = len(r.layers), r.final_norm
+    for k, h in enumerate(after):
+        for normed in ((False, True) if final is not None else (False,)):
+            if (k, normed) == (n, final is not None):
+                continue
+            if _close(got, final(h) if normed else h, 3.0):
+                with_norm = ", then the final LayerNorm" if normed else (", without the final LayerNorm"
+                                                                        if final is not None else "")
+                return (f"your output is what the stack gives after {k} of its {n} layers{with_norm}: run every one "
+                        "of self.layers once, in order, each reading the previous one's output"
+                        + (", then self.final_norm once." if final is not None else "."))
+    return ""
+
+
+def _right_with(name, cand, r, label, ids, mask, types, values: dict) -> bool:
+    """Is the learner's stack right once the parameters ``values`` ({path: number}) are set, in both modules?"""
+    saved = {path: (_sub(name, cand, path).detach().clone(), _sub(name, r, path).detach().clone()) for path in values}
+    try:
+        with torch.no_grad():
+            for path, value in values.items():
+                _sub(name, cand, path).fill_(value)
+                _sub(name, r, path).fill_(value)
+            got = _call(name, cand, label, ids, mask, types)
+            want = r(ids, mask, types)
+    except ExerciseError:
+        return False
+    finally:
+        for path, (mine, theirs) in saved.items():
+            _sub(name, cand, path).data.copy_(mine)
+            _sub(name, r, path).data.copy_(theirs)
+    return _close(got, want, 3.0)
+
+
+@probe
+def _attention_off_probe(name, cand, r, label, ids, mask, types) -> str:
+    """With every layer's attention giving zeros, the mask no longer matters: right then means the mask is wrong."""
+    off = {f"layers.{i}.attn.w_o.{p}": 0.0 for i in range(len(r.layers)) for p in ("weight", "bias")}
+    if not _right_with(name, cand, r, f"{label}, with every layer's attention giving zeros", ids, mask, types, off):
+        return ""
+    return ("with the attention of every layer giving zeros (w_o zero, in yours and in the reference) your Encoder "
+            "is right, so the mistake is in what reaches the attention: the mask. Pass the mask you are given, and "
+            "only that (None when there is none): a (B, L) padding mask becomes (B, 1, 1, L); a mask with 4 "
+            "dimensions goes to every layer as given; True means a real token.")
+
+
+@probe
+def _one_layer_probe(name, cls, cfg, cand, label, ids, mask, types) -> str:
+    """Built with one layer, is the learner's stack right? Then the layers are not chained as they should be."""
+    from ..encoder import Encoder as Reference
+
+    one = cfg.replace(n_layers=1)
+    try:
+        single = _build(name, cls, one)
+        ref = Reference(one, fast=False).eval()
+        paths = [path for path, _ in ref.named_parameters()]
+        _copy_params(name, cand, single, paths)
+        _copy_params(name, single, ref, paths)
+        _copy_eps(name, single, ref)
+        single.eval()
+        got = _call(name, single, f"{label}, built with n_layers=1", ids, mask, types)
+    except ExerciseError:
+        return ""
+    if not _close(got, ref(ids, mask, types), 3.0):
+        return ""
+    return (f"built with n_layers=1 your Encoder is right, with {cfg.n_layers} it is not, so the mistake is in how "
+            "the layers are chained: each layer reads the previous one's output, every layer once, in order.")
+
+
+@probe
+def _final_norm_probe(name, cand, r, label, ids, mask, types) -> str:
+    """With the final LayerNorm's gain 1 and bias 0, applying it once or twice is alike: right then names it."""
+    if r.final_norm is None:
+        return ""
+    plain = {"final_norm.weight": 1.0, "final_norm.bias": 0.0}
+    if not _right_with(name, cand, r, f"{label}, with the final LayerNorm's gain 1 and bias 0", ids, mask, types,
+                       plain):
+        return ""
+    return ("with the final LayerNorm's gain 1 and bias 0 (in yours and in the reference) your Encoder is right, so "
+            "the mistake is in the final LayerNorm: apply it once, after the last layer, x = self.final_norm(x).")
+
+
+# ----------------------------------------------------------------------------------------------
+# The check
+
+
+def _copy_eps(name, cand, ref) -> None:
+    """Give the reference's LayerNorms the learner's eps (their LayerNorm may keep it under that name)."""
+    for path, module in ref.named_modules():
+        if type(module).__name__ == "LayerNorm":
+            eps = getattr(_sub(name, cand, path), "eps", None)
+            if isinstance(eps, float):
+                module.eps = eps
+
+
+def _prepare(name, cls, cfg, seed):
+    """The learner's stack built from ``cfg``, every parameter random, and the reference with the same values."""
+    from ..encoder import Encoder as Reference
+
+    cand = _build(name, cls, cfg)
+    ref = Reference(cfg, fast=False)
+    # named_modules() lists a module object once: one block listed n_layers times counts once
+    layers = [path for path, _ in cand.named_modules() if re.fullmatch(r"layers\.\d+", path)]
+    if len(layers) != cfg.n_layers:
+        raise ExerciseError(
+            f"Your {name}'s self.layers holds {len(layers)} distinct block{'s' if len(layers) != 1 else ''}, but "
+            f"config.n_layers={cfg.n_layers}: an encoder has {cfg.n_layers} layers, each a block of its own with its "
+            f"own weights (one block object listed {cfg.n_layers} times shares its weights).\nHint: build a new "
+            "block for each layer, nn.ModuleList(EncoderBlock(...) for _ in range(config.n_layers)), as the "
+            "exercise's __init__ does.")
+    missing = sorted(set(ref.state_dict()) - set(cand.state_dict()))
+    if missing:
+        shown = ", ".join(f"`{k}`" for k in missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+        raise ExerciseError(
+            f"Your {name} has no {shown} in its state dict, which the course's Encoder has; a checkpoint's weights "
+            "load by these names.\nHint: keep the __init__ the exercise gives: self.embeddings, self.layers (an "
+            "nn.ModuleList of n_layers blocks) and self.final_norm.")
+    paths = [path for path, _ in ref.named_parameters()]
+    for path in paths:
+        _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
+    layer_params = [_sub(name, cand, path) for path in paths if path.startswith("layers.")]
+    if len({p.data_ptr() for p in layer_params}) < len(layer_params):
+        raise ExerciseError(
+            f"Your {name}'s layers share their weights: an encoder has {cfg.n_layers} layers with their own "
+            "weights.\nHint: build a new block for each layer, nn.ModuleList(EncoderBlock(...) for _ in "
+            "range(config.n_layers)), as the exercise's __init__ does.")
+    _randomise(name, cand, paths, seed)
+    _copy_params(name, cand, ref, paths)
+    _copy_eps(name, cand, ref)
+    return cand, ref.eval(), paths
+
+
+def _cases(cfg, g):
+    ids = torch.randint(1, cfg.vocab_size, (3, 7), generator=g)
+    ids[1, 4:] = cfg.pad_id
+    ids[2, 2:] = cfg.pad_id
+    real = ids != cfg.pad_id  # (3, 7)
+    causal = torch.ones(7, 7, dtype=torch.bool).tril()[None, None]  # (1, 1, 7, 7)
+    one = torch.randint(1, cfg.vocab_size, (1, 5), generator=g)
+    one[0, 3:] = cfg.pad_id
+    cases = [
+        ("token_ids (3, 7), no mask", ids, None, None),
+        ("with a padding mask (3, 1, 1, 7)", ids, real[:, None, None, :], None),
+        ("with a causal mask (1, 1, 7, 7)", ids, causal, None),
+        ("with a (3, 7) padding mask (True = real token)", ids, real, None),
+    ]
+    if cfg.type_vocab_size:
+        cases.append(("with a padding mask (3, 1, 1, 7) and token_type_ids (3, 7)", ids, real[:, None, None, :],
+                      torch.randint(0, cfg.type_vocab_size, (3, 7), generator=g)))
+    cases.append(("a batch of one, token_ids (1, 5) with a (1, 5) padding mask", one, one != cfg.pad_id, None))
+    return cases
+
+
+@_checker("encoder_stack")
+def check_encoder_stack(cls):
+    """Check an ``Encoder(config)`` class: ``forward(token_ids, mask=None, token_type_ids=None) -> (B, L, d_model)``."""
+    name = exercise("encoder_stack").name
+    g = _gen(9)
+    for index, (desc, cfg) in enumerate(_configs()):
+        rebuild = functools.partial(_build, name, cls, cfg)
+        cand, ref, paths = _prepare(name, cls, cfg, 80 + index)
+        cases = _cases(cfg, g)
+        for mode in ("eval", "train"):
+            getattr(cand, mode)()
+            for case, ids, mask, types in cases:
+                label = f"{desc}, {case}, in {mode}() mode"
+                got = _call(name, cand, label, ids, mask, types)
+                if mode == "eval" and not _identical(_call(name, cand, label, ids, mask, types), got):
+                    raise ExerciseError(
+                        f"Your {name} gives a different output each time {label}: something random is active in "
+                        "eval mode, or something is kept from one call to the next.\nHint: the stack needs no "
+                        "dropout of its own (the embeddings and the layers have theirs); do not store results on "
+                        "self inside forward.")
+                want = ref(ids, mask, types)
+                _compare_output(
+                    name, got, want, label, _STACK_MISTAKES, (ids, mask, types, ref), _HINT, factor=3.0,
+                    rerun=functools.partial(_call, name, cand, label, ids, mask, types),
+                    random_hint="this stack was built with dropout=0.0, so nothing in it may be random.",
+                    fresh=functools.partial(_fresh, name, rebuild, cand, label, ids, mask, types),
+                    masked=mask is not None,
+                    probes=[functools.partial(_depth_probe, name, ids, mask, types, ref, got),
+                            functools.partial(_attention_off_probe, name, cand, ref, label, ids, mask, types),
+                            functools.partial(_one_layer_probe, name, cls, cfg, cand, label, ids, mask, types),
+                            functools.partial(_final_norm_probe, name, cand, ref, label, ids, mask, types)],
+                    axes=("sequence", "position", "feature"))
+        cand.eval()
+        case, ids, mask, types = cases[1]
+        label = f"{desc}, {case}, in eval() mode"
+        _check_gradients(name, label, functools.partial(_call, name, cand, label, ids, mask, types),
+                         functools.partial(ref, ids, mask, types), {}, {p: _sub(name, cand, p) for p in paths},
+                         {p: _sub(name, ref, p) for p in paths})
+    _check_dropout(name, cls, _configs()[0][1].replace(dropout=_P), g)
+
+
+def _check_dropout(name, cls, cfg, g) -> None:
+    """With dropout in the embeddings and the layers, train() mode must be random (nothing switches it off)."""
+    _, ids, mask, _ = _cases(cfg, g)[1]
+    cand = _build(name, cls, cfg)
+    cand.train()
+    label = f"as a post-LN stack of 3 layers, dropout={cfg.dropout}, with a padding mask (3, 1, 1, 7), in train() mode"
+    if _identical(_call(name, cand, label, ids, mask, None), _call(name, cand, label, ids, mask, None)):
+        raise ExerciseError(
+            f"Your {name} gives exactly the same output twice {label}, so no dropout happens during training: "
+            "something in forward switches the embeddings or the layers to eval() (or the modules were built "
+            "without the config's dropout).\nHint: forward only calls the modules; train() and eval() are the "
+            "caller's to set.")
