@@ -2,6 +2,8 @@
 
 * :func:`time_fn` times one callable (warm-up, then the median of several runs; CUDA events on a GPU).
 * :func:`attention_sweep` times attention alone over sequence lengths for several implementations.
+* :func:`allocation_sweep` times naive attention against the same arithmetic in buffers allocated once,
+  and counts the fresh memory (page faults) a naive call takes: why its CPU slope can exceed 2.
 * :func:`run_sweep` and ``python -m encoder_course.timing`` run the sweep notebook 09 shows on a GPU
   (bf16, fp16 where the card has no bf16, batch 1, 16 heads of width 64) and save it as JSON with the
   GPU's name, the date and the versions::
@@ -15,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import math
@@ -26,7 +29,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from ._validate import require_positive_int
+from ._validate import require_positive_int, require_qkv
 from .attention import scaled_dot_product_attention
 from .blockwise import chunked_attention
 from .cost import attention_flops, score_bytes
@@ -215,6 +218,110 @@ def attention_sweep(lengths, *, methods=("naive", "sdpa"), d_head: int = 64, n_h
             row["median_s"] = statistics.median(row["runs_s"])
             row["min_s"] = min(row["runs_s"])
             row["tflops_per_s"] = row["flops"] / row["median_s"] / 1e12
+    return rows
+
+
+def attention_in_buffers(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scores: torch.Tensor,
+                         weights: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """Naive attention's arithmetic written into buffers the caller allocated once: no new L x L tensor.
+
+    The same steps as :func:`~encoder_course.scaled_dot_product_attention` without a mask (the scores,
+    their scaling, the softmax, the weighted values), but each result goes into a buffer given by the
+    caller instead of a tensor allocated by the call. Notebook 09 times it against the naive version,
+    which allocates its ``(..., L_q, L_k)`` tensors anew at every call.
+
+    Shape:
+        q ``(..., L_q, d_k)``, k ``(..., L_k, d_k)``, v ``(..., L_k, d_v)``; scores and weights
+        ``(..., L_q, L_k)``; out ``(..., L_q, d_v)``; returns ``out``.
+    """
+    require_qkv(q, k, v)
+    torch.matmul(q, k.transpose(-2, -1), out=scores)  # (..., L_q, L_k)
+    scores.mul_(1.0 / math.sqrt(q.shape[-1]))  # in place: one pass over the scores, as the division
+    torch.softmax(scores, dim=-1, out=weights)  # (..., L_q, L_k), each row sums to 1
+    return torch.matmul(weights, v, out=out)  # (..., L_q, d_v)
+
+
+def fresh_memory_bytes(fn, *args, repeats: int = 3, **kwargs) -> int | None:
+    """Bytes of fresh memory the operating system handed the process during one call of ``fn``.
+
+    Counted as minor page faults (``resource.getrusage``) times the page size: a minor fault is the
+    first touch of a page the process was given but had not used yet, which the operating system
+    zeroes and maps on the spot. Memory the process's allocator already held and reuses costs no
+    fault. One call first (not counted), then the fewest faults over ``repeats`` calls.
+
+    Returns:
+        bytes per call, or None where Python's ``resource`` module is missing (Windows).
+    """
+    try:
+        import resource
+    except ImportError:  # Windows: no getrusage
+        return None
+    require_positive_int("repeats", repeats)
+    fn(*args, **kwargs)
+    fewest = None
+    for _ in range(repeats):
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        fn(*args, **kwargs)
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+        fewest = faults if fewest is None else min(fewest, faults)
+    return fewest * resource.getpagesize()
+
+
+@contextlib.contextmanager
+def _cpu_threads(n: int):
+    """Run the block with ``n`` CPU threads, then restore the caller's setting."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def allocation_sweep(lengths, *, n_heads: int = 2, d_head: int = 64, repeats: int = 5, threads: int = 1,
+                     seed: int = 0) -> list[dict]:
+    """Naive attention against the same arithmetic in buffers allocated once, over L (CPU, float32).
+
+    For each length: the fastest of ``repeats`` timed calls of each version (the calls go round all
+    lengths and both versions in turn, as in :func:`attention_sweep`), and the fresh memory a naive
+    call takes from the operating system (:func:`fresh_memory_bytes`). Runs under
+    ``torch.inference_mode()`` with ``threads`` CPU threads (one by default: on a busy machine several
+    threads wait for each other, which blurs a comparison of two versions), then restores the setting.
+
+    Returns:
+        one dict per length: ``seq_len``, ``score_bytes`` (one ``(B, H, L, L)`` float32 tensor),
+        ``naive_s`` and ``buffers_s`` (fastest call, seconds), ``fresh_bytes`` (per naive call, or
+        None) and ``same_output`` (the two versions agree to 1e-5).
+    """
+    require_positive_int("repeats", repeats)
+    require_positive_int("threads", threads)
+    gen = torch.Generator().manual_seed(seed)
+    rows, calls = [], []
+    with _cpu_threads(threads), torch.inference_mode():
+        for length in lengths:
+            require_positive_int("length", length)
+            q, k, v = (torch.randn(1, n_heads, length, d_head, generator=gen) for _ in range(3))  # (B, H, L, d_head)
+            scores, weights = (torch.empty(1, n_heads, length, length) for _ in range(2))  # (B, H, L, L), once
+            out = torch.empty(1, n_heads, length, d_head)  # (B, H, L, d_head)
+
+            def naive(q=q, k=k, v=v):
+                return scaled_dot_product_attention(q, k, v)[0]
+
+            def buffers(q=q, k=k, v=v, scores=scores, weights=weights, out=out):
+                return attention_in_buffers(q, k, v, scores, weights, out)
+
+            same = torch.allclose(naive(), buffers(), atol=1e-5)
+            rows.append({"seq_len": int(length), "score_bytes": score_bytes(length, n_heads),
+                         "naive_s": None, "buffers_s": None, "fresh_bytes": fresh_memory_bytes(naive, repeats=2),
+                         "same_output": bool(same)})
+            calls.append((rows[-1], naive, buffers))
+        for _ in range(repeats):
+            for row, naive, buffers in calls:
+                for key, fn in (("naive_s", naive), ("buffers_s", buffers)):
+                    t0 = time.perf_counter()
+                    fn()
+                    elapsed = time.perf_counter() - t0
+                    row[key] = elapsed if row[key] is None else min(row[key], elapsed)
     return rows
 
 

@@ -7,6 +7,9 @@ any per-token classifier) cannot do better than guess from the token id and its 
 that attends can count matching symbols. Sequences have varied lengths and are padded with
 ``pad_id`` 0, so the padding mask matters.
 
+After training, :func:`attention_maps` takes the attention weights out of a classifier's encoder (the
+course's or the learner's) and :func:`attention_by_symbol` measures how they depend on the symbols.
+
 Everything is seeded: the same seed gives the same data, the same initial weights and the same
 loss curve on the same machine.
 """
@@ -23,12 +26,15 @@ from torch import nn
 from ._validate import (
     require_positive_int,
     require_positive_number,
+    require_rank,
     require_token_ids,
     require_token_loss_inputs,
     shape_str,
 )
+from .attention import scaled_dot_product_attention
 from .encoder import Encoder, EncoderConfig
 from .masks import padding_mask
+from .multi_head import split_heads
 
 IGNORE_INDEX = -100  # label of padding positions: skipped by the loss and by the accuracy
 
@@ -346,3 +352,81 @@ def masked_token_loss(logits: torch.Tensor, labels: torch.Tensor, mask: torch.Te
     """
     require_token_loss_inputs(logits, labels, mask)
     return F.cross_entropy(logits[mask], labels[mask])  # (N, C) and (N,): the N real tokens
+
+
+# ------------------------------------------------------------------ what the trained model attends to
+@torch.no_grad()
+def attention_maps(model: TokenClassifier, token_ids: torch.Tensor, use_mask: bool = True) -> list[torch.Tensor]:
+    """The attention weights of every layer of a classifier's encoder, one ``(B, H, L, L)`` per layer.
+
+    Works for any encoder whose layers hold their attention as ``attn`` with ``w_q`` and ``w_k`` (the
+    course's :class:`Encoder` and the learner's ``yours.Encoder`` alike): a hook on each ``attn`` takes the
+    input it receives in a forward pass, and the weights are ``softmax(q k^T / sqrt(d_head))`` with the
+    padding mask (True = may attend) when ``use_mask``. Runs in eval mode (no dropout).
+
+    Shape:
+        ``token_ids`` ``(B, L)``; returns ``n_layers`` tensors ``(B, H, L, L)``, rows = queries.
+    """
+    require_token_ids("token_ids", token_ids)
+    inputs, hooks = [], []
+
+    def keep_input(module, args, kwargs):
+        inputs.append(args[0] if args else next(iter(kwargs.values())))  # (B, L, d_model)
+
+    for layer in model.encoder.layers:
+        hooks.append(layer.attn.register_forward_pre_hook(keep_input, with_kwargs=True))
+    was_training = model.training
+    model.eval()
+    try:
+        model(token_ids, use_mask=use_mask)
+    finally:
+        for hook in hooks:
+            hook.remove()
+        model.train(was_training)
+    mask = padding_mask(token_ids, model.config.pad_id) if use_mask else None  # (B, 1, 1, L)
+    maps = []
+    for layer, x in zip(model.encoder.layers, inputs):
+        q = split_heads(layer.attn.w_q(x), model.config.n_heads)  # (B, H, L, d_head)
+        k = split_heads(layer.attn.w_k(x), model.config.n_heads)  # (B, H, L, d_head)
+        maps.append(scaled_dot_product_attention(q, k, k, mask)[1])  # (B, H, L, L); the values do not matter
+    return maps
+
+
+def attention_by_symbol(weights: torch.Tensor, token_ids: torch.Tensor, pad_id: int = 0) -> dict[str, torch.Tensor]:
+    """How one layer's attention weights depend on the symbols, per head, over the real tokens.
+
+    For every real query and every pair of distinct real keys, the difference between the weights the
+    query gives the two keys, averaged separately over pairs whose keys hold the same symbol and over
+    pairs whose keys hold different symbols. And the weight each real query gives to the copies of its
+    own symbol (itself included), next to what uniform weights over the real tokens would give.
+
+    Returns:
+        ``{"same_symbol_gap", "other_symbol_gap", "own_symbol_share"}``, each ``(H,)``, and
+        ``"uniform_share"``, 0-d (the same for every head).
+
+    Shape:
+        ``weights`` ``(B, H, L, L)``, ``token_ids`` ``(B, L)``.
+    """
+    require_token_ids("token_ids", token_ids)
+    require_rank("weights", weights, 4, "(B, H, L, L)")
+    batch, length = token_ids.shape
+    if (weights.shape[0], *weights.shape[2:]) != (batch, length, length):
+        raise ValueError(f"weights must be (B, H, L, L) = ({batch}, H, {length}, {length}) for token_ids "
+                         f"{shape_str(token_ids)}, got {shape_str(weights)}")
+    real = token_ids != pad_id  # (B, L)
+    same = token_ids[:, :, None] == token_ids[:, None, :]  # (B, L, L)
+    distinct = real[:, :, None] & real[:, None, :] & ~torch.eye(length, dtype=torch.bool)  # (B, L, L)
+    gaps = (weights[..., :, None] - weights[..., None, :]).abs()  # (B, H, L_q, L_k, L_k): |w_qj - w_qk|
+    queries = real[:, None, :, None, None]  # (B, 1, L_q, 1, 1)
+    same_pairs = queries & (distinct & same)[:, None, None]  # (B, 1, L_q, L_k, L_k)
+    other_pairs = queries & (distinct & ~same)[:, None, None]
+    copies = (same & real[:, None, :]).float()  # (B, L_q, L_k): key holds the query's symbol
+    own = (weights * copies[:, None]).sum(-1)  # (B, H, L_q)
+    uniform = copies.sum(-1) / real.sum(-1, keepdim=True).clamp(min=1)  # (B, L_q)
+    n_real = real.sum()
+    return {
+        "same_symbol_gap": (gaps * same_pairs).sum(dim=(0, 2, 3, 4)) / same_pairs.sum(),  # (H,)
+        "other_symbol_gap": (gaps * other_pairs).sum(dim=(0, 2, 3, 4)) / other_pairs.sum(),  # (H,)
+        "own_symbol_share": (own * real[:, None]).sum(dim=(0, 2)) / n_real,  # (H,)
+        "uniform_share": (uniform * real).sum() / n_real,  # 0-d, the same for every head
+    }

@@ -94,6 +94,7 @@ SAMPLES = {
     "norm_placement_training": lambda: plots.norm_placement_training(
         {"2 layers": {"post-LN, no warmup": LOSSES, "pre-LN, warmup": LOSSES},
          "6 layers": {"post-LN, warmup": LOSSES, "pre-LN, no warmup": LOSSES}}),
+    "trained_attention_maps": lambda: plots.trained_attention_maps([HEADS[:4], HEADS[4:]], [3, 1, 3, 5]),
     "similarity_heatmap": lambda: plots.similarity_heatmap(torch.tensor([[1.0, 0.8, 0.1], [0.8, 1.0, 0.2],
                                                                           [0.1, 0.2, 1.0]]), ["a", "b", "c"]),
     "similarity_by_pooling": lambda: plots.similarity_by_pooling(

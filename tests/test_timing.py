@@ -103,3 +103,37 @@ def test_time_fn_synchronises_around_each_call_on_mps(monkeypatch):
     result = timing.time_fn(lambda: events.append("call"), warmup=1, repeats=2, device="mps")
     assert events == ["call", "sync", "call", "sync", "sync", "call", "sync"]
     assert result["device"] == "mps" and result["peak_bytes"] is None and len(result["runs_s"]) == 2
+
+
+def test_attention_in_buffers_gives_the_naive_output_in_the_callers_buffers():
+    q, k, v = (torch.randn(2, 3, 20, 8, generator=torch.Generator().manual_seed(i)) for i in range(3))
+    scores, weights = torch.empty(2, 3, 20, 20), torch.empty(2, 3, 20, 20)
+    out = torch.empty(2, 3, 20, 8)
+    expected_out, expected_weights = ec.scaled_dot_product_attention(q, k, v)
+    result = timing.attention_in_buffers(q, k, v, scores, weights, out)
+    assert result is out and torch.allclose(out, expected_out, atol=1e-6)
+    assert torch.allclose(weights, expected_weights, atol=1e-6)
+
+
+def test_fresh_memory_bytes_counts_pages_the_operating_system_hands_over():
+    import sys
+
+    small = timing.fresh_memory_bytes(lambda: None)
+    if sys.platform.startswith("win"):
+        assert small is None
+        return
+    assert small is not None and 0 <= small < 2**20
+    big = timing.fresh_memory_bytes(lambda: torch.ones(2**24))  # 64 MiB, filled: every page touched
+    if sys.platform.startswith("linux"):  # the GNU C library maps requests this large afresh every time
+        assert big >= 60 * 2**20
+    with pytest.raises(ValueError):
+        timing.fresh_memory_bytes(lambda: None, repeats=0)
+
+
+def test_allocation_sweep_rows():
+    rows = timing.allocation_sweep([16, 32], n_heads=2, d_head=8, repeats=2)
+    assert [r["seq_len"] for r in rows] == [16, 32]
+    for r in rows:
+        assert r["same_output"] and r["naive_s"] > 0 and r["buffers_s"] > 0
+        assert r["score_bytes"] == ec.score_bytes(r["seq_len"], 2)
+        assert r["fresh_bytes"] is None or r["fresh_bytes"] >= 0

@@ -154,3 +154,58 @@ def test_a_loss_function_and_an_encoder_class_can_be_plugged_in():
     reference = T.make_model(task, d_model=16, n_heads=2, d_ff=32, n_layers=1, seed=3)
     ids, _ = task.batch(4, torch.Generator().manual_seed(0))
     assert torch.equal(model.eval()(ids), reference.eval()(ids))  # same seed, same weights
+
+
+def test_attention_maps_equal_the_encoders_own_and_work_through_hooks(trained):
+    task, (ids, _), model, _ = trained
+    model.train()
+    for use_mask in (True, False):
+        maps = T.attention_maps(model, ids[:8], use_mask=use_mask)
+        mask = T.padding_mask(ids[:8], task.pad_id) if use_mask else None
+        with torch.no_grad():
+            own = model.encoder.attention_maps(ids[:8], mask)
+        assert len(maps) == len(own) == 2
+        for got, expected in zip(maps, own):
+            assert got.shape == (8, 4, ids.shape[1], ids.shape[1])
+            assert torch.allclose(got, expected, atol=1e-6)
+    assert model.training  # the caller's mode is given back
+    model.eval()
+
+    class KeywordBlocks(T.Encoder):  # a learner's block may call its attention with keywords
+        def forward(self, token_ids, mask=None, token_type_ids=None):
+            x = self.embeddings(token_ids, token_type_ids)
+            for layer in self.layers:
+                x = layer.norm1(x + layer.attn(x=x, mask=mask))  # mask: (B, 1, 1, L) or None
+                x = layer.norm2(x + layer.ffn(x))
+            return x
+
+    keyword = T.make_model(task, d_model=32, n_heads=4, d_ff=64, n_layers=2, seed=0, encoder_class=KeywordBlocks)
+    keyword.load_state_dict(model.state_dict())
+    for got, expected in zip(T.attention_maps(keyword, ids[:4]), T.attention_maps(model, ids[:4])):
+        assert torch.allclose(got, expected, atol=1e-6)
+
+
+def test_attention_by_symbol_on_weights_made_by_hand():
+    ids = torch.tensor([[1, 2, 1, 0]])  # two 1s, one 2, one pad
+    uniform = torch.tensor([[1 / 3, 1 / 3, 1 / 3, 0.0]]).expand(4, 4)[None, None]  # (1, 1, 4, 4)
+    stats = T.attention_by_symbol(uniform, ids)
+    assert stats["same_symbol_gap"].tolist() == [0.0] and stats["other_symbol_gap"].tolist() == [0.0]
+    assert stats["uniform_share"].item() == pytest.approx((2 / 3 + 1 / 3 + 2 / 3) / 3)
+    assert stats["own_symbol_share"].tolist() == pytest.approx([stats["uniform_share"].item()])
+    copies = torch.tensor([[0.5, 0.0, 0.5, 0.0], [0.0, 1.0, 0.0, 0.0], [0.5, 0.0, 0.5, 0.0], [0.25] * 4])
+    stats = T.attention_by_symbol(copies[None, None], ids)  # each token looks at its own symbol's copies only
+    assert stats["own_symbol_share"].tolist() == pytest.approx([1.0])
+    assert stats["same_symbol_gap"].tolist() == pytest.approx([0.0])  # the two 1s always get equal weight
+    # different-symbol pairs (1, 2) and (2, 1) seen from the 3 real queries: |0.5 - 0|, |0 - 1|, |0.5 - 0|, twice
+    assert stats["other_symbol_gap"].tolist() == pytest.approx([(0.5 + 1.0 + 0.5) / 3])
+    with pytest.raises(ValueError, match=r"\(B, H, L, L\)"):
+        T.attention_by_symbol(copies[None, None], torch.tensor([[1, 2, 1]]))
+
+
+def test_the_numbers_of_notebook_10s_quiz():
+    scores = torch.tensor([2.0] * 4 + [0.0] * 12)  # 4 real keys, 12 identical pads
+    weights = torch.softmax(scores, dim=0)
+    assert weights[4:].sum().item() == pytest.approx(0.29, abs=0.005)
+    assert weights[4].item() == pytest.approx(0.024, abs=0.0005)  # a single pad: about 0.02, not 0.03
+    assert T.warmup_factor(9, 50) * 1e-2 == pytest.approx(2e-3)
+    assert T.warmup_factor(0, 50) * 1e-2 == pytest.approx(2e-4)  # the rate of step 0

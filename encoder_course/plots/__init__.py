@@ -17,7 +17,7 @@ module                 figures
 ``block`` (07)         post-LN vs pre-LN at initialisation, the norm-placement explorer
 ``stacking`` (08)      parameters by component, the configuration explorer
 ``cost`` (09)          FLOPs, time and memory against L, the cost explorer
-``training`` (10)      loss and accuracy curves, padding at evaluation, norm placement in training
+``training`` (10)      loss and accuracy curves, padding at evaluation, norm placement, trained attention
 ``pretrained`` (11)    sentence similarity ([CLS] vs mean pooling too), real attention maps
 =====================  ==========================================================================
 """
@@ -44,6 +44,7 @@ from .training import (
     accuracy_vs_padding,
     norm_placement_training,
     predictions_by_padding,
+    trained_attention_maps,
     training_accuracy_curves,
     training_loss_curves,
 )
@@ -62,6 +63,6 @@ __all__ = [
     "parameter_breakdown", "config_error_figure",  # 08
     "layer_flops_vs_length", "attention_time_vs_length", "attention_peak_memory_vs_length", "cost_overview",  # 09
     "training_loss_curves", "training_accuracy_curves", "accuracy_vs_padding", "predictions_by_padding",  # 10
-    "norm_placement_training",
+    "norm_placement_training", "trained_attention_maps",
     "similarity_heatmap", "similarity_by_pooling", "real_attention_figure",  # 11
 ]

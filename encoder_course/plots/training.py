@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from .style import COLOURS, finish, label_axes, new_figure, new_or_given_axes, series_colour
+from .style import COLOURS, finish, label_axes, new_figure, new_or_given_axes, series_colour, to_numpy, token_ticks
 
 
 def _moving_average(values, window: int):
@@ -164,3 +164,40 @@ def norm_placement_training(panels: dict, title: str = "Post-LN vs pre-LN, with 
         f"{len(panels)} line plots side by side of the training loss against the optimiser step (trailing mean of "
         f"{smooth} steps), one panel per depth and one curve per run; pre-LN and post-LN in two colours, runs "
         f"without warmup dashed. " + " ".join(s + "." for s in summary)))
+
+
+def trained_attention_maps(maps, tokens, title: str = "What the trained model attends to"):
+    """Every head of every layer for one sequence: one heatmap each, layers in rows, heads in columns.
+
+    All maps share one colour scale, from 0 to the largest weight shown, so that the small weights of a
+    spread-out head stay visible (a scale to 1 would draw them all dark).
+
+    Args:
+        maps: one ``(H, L, L)`` tensor of attention weights per layer (rows = queries, columns = keys).
+        tokens: the sequence's symbols, for both axes.
+        title: the figure title.
+    """
+    weights = np.stack([to_numpy(m) for m in maps])  # (n_layers, H, L, L)
+    if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2] or weights.shape[-1] != len(tokens):
+        raise ValueError(f"maps must be one (H, L, L) per layer with L = {len(tokens)} tokens, "
+                         f"got {[tuple(to_numpy(m).shape) for m in maps]}")
+    n_layers, n_heads, length, _ = weights.shape
+    top = max(float(weights.max()), 1e-6)
+    fig, axes = new_figure((2.2 * n_heads + 0.8, 2.2 * n_layers + 0.6), nrows=n_layers, ncols=n_heads,
+                           squeeze=False, layout="constrained")
+    labels = [str(t) for t in tokens]
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            ax = axes[layer][head]
+            image = ax.imshow(weights[layer, head], cmap="viridis", vmin=0, vmax=top)
+            ax.set_title(f"layer {layer + 1}, head {head}", fontsize=9)
+            token_ticks(ax, labels, rotation=0, fontsize=8)
+    fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
+    fig.supxlabel("key (the symbol attended to)", fontsize=9)
+    fig.supylabel("query (the symbol attending)", fontsize=9)
+    largest = weights.max(axis=-1).mean(axis=-1)  # (n_layers, H): mean largest weight per row
+    return finish(fig, title=f"{title} (colour: weight, 0 to {top:.2f})", title_size=10, alt=(
+        f"{n_layers} rows of {n_heads} heatmaps, one per head of each layer, each {length} queries by {length} keys "
+        f"over the symbols {', '.join(labels)} ({title}). Rows sum to 1; the largest weight is {top:.2f}, and the "
+        f"largest weight of a row averages from {largest.min():.2f} to {largest.max():.2f} across the heads, "
+        f"against {1 / length:.2f} for uniform attention."))

@@ -26,13 +26,13 @@ QUESTIONS = (
         options=(
             "About 0.29",
             "About 0.75",
-            "About 0.03",
+            "About 0.02",
             "About 0.00",
         ),
         explanation="The pads together get 12 · e⁰ / (4 · e² + 12 · e⁰) = 12 / 41.6 ≈ 0.29; with 124 pads it would "
                     "be 124 / 153.6 ≈ 0.81. Identical pads do not cancel out: their number alone moves weight to them. "
-                    "0.75 ignores the scores (12 of 16 keys), 0.03 is the share of a single pad, and 0.00 is what "
-                    "the padding mask would give.",
+                    "0.75 ignores the scores (12 of 16 keys), 0.02 is the share of a single pad (1 / 41.6 ≈ 0.024), "
+                    "and 0.00 is what the padding mask would give.",
         see="10 · training, “Claim check: identical pads, the bug is still there”",
     ),
     Question(
@@ -49,7 +49,8 @@ QUESTIONS = (
             "2.0e-4",
         ),
         explanation="(9 + 1) / 50 = 0.2, and 0.2 · 1e-2 = 2e-3: the tenth step, since steps count from 0. 1.8e-3 "
-                    "forgets the + 1, 1e-2 is the rate after the warmup (from step 49 on), and 2e-4 divides twice.",
+                    "forgets the + 1, 1e-2 is the rate after the warmup (from step 49 on), and 2e-4 is the rate of the "
+                    "first step, step 0: (0 + 1) / 50 · 1e-2.",
         see="10 · training, “The model and the training loop”",
     ),
 )
