@@ -85,6 +85,41 @@ def test_a_question_is_scored_on_its_first_answer():
         session.answer(2, 99)
 
 
+def test_the_first_answer_survives_running_the_quiz_cell_again(monkeypatch):
+    """The learner's own quiz (no explicit seed) keeps its first answers for the kernel's lifetime,
+    by notebook and question: a new session, as the quiz cell run again builds, starts with them."""
+    monkeypatch.setenv(quiz.ENV_VAR, "frank")
+    quiz.forget_answers()
+    try:
+        first_run = quiz.QuizSession("07")
+        right = first_run.orders[0].index(0)
+        wrong = (right + 1) % len(first_run.questions[0].options)
+        first = first_run.answer(0, wrong)
+
+        second_run = quiz.QuizSession("7")  # the same notebook, however it is named
+        assert second_run.answers == {0: first}
+        assert second_run.answer(0, right) is first and second_run.score == 0  # no second first try
+        assert quiz.QuizSession("07_encoder_block").answers[0] is first
+
+        # Another notebook's question 1 is a different question.
+        assert quiz.QuizSession("06").answers == {}
+        # A session opened before the answer was given (an old output of the cell) adopts it too.
+        stale = quiz.QuizSession("05")
+        quiz.QuizSession("05").answer(1, 0)
+        assert stale.answer(1, 1).chosen == 0
+
+        # The widget built again shows the kept answer, locked.
+        box = widgets.quiz("07")
+        assert box.radios[0].value == wrong and box.radios[0].disabled and "✗" in box.feedback[0].value
+
+        # An explicit seed (tests, a teacher's preview) keeps nothing; restarting the kernel forgets.
+        assert quiz.QuizSession("07", "frank").answers == {}
+        quiz.forget_answers()
+        assert quiz.QuizSession("07").answers == {}
+    finally:
+        quiz.forget_answers()
+
+
 def test_the_widget_locks_a_question_after_its_first_answer():
     box = widgets.quiz("12", seed="carol")
     session = box.session
@@ -115,3 +150,27 @@ def test_the_learner_seed_is_kept(tmp_path, monkeypatch):
     assert first and quiz.learner_seed() == first
     monkeypatch.setenv(quiz.ENV_VAR, "eve")
     assert quiz.learner_seed() == "eve"
+
+
+def test_the_feed_forward_memory_question_is_computed():
+    """Notebook 06, question 3: its answer and each distractor's reading, computed with nn.Linear."""
+    import torch
+
+    q = quiz.questions("06")[2]
+    w1, w2 = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    with torch.no_grad():
+        w1.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0]]))
+        w1.bias.copy_(torch.tensor([-0.5, -0.5]))
+        w2.weight.copy_(torch.tensor([[0.0, 1.0], [4.0, 0.0]]))
+        w2.bias.zero_()
+        h = torch.tensor([1.5, 0.2])
+        a = torch.relu(w1(h))
+        readings = [w2(a),  # the answer
+                    a @ w2.weight,  # the values read from W2's rows
+                    w2(torch.relu(h @ w1.weight.T)),  # the bias forgotten
+                    a]  # stopped at the activations
+
+    def shown(t):
+        return "[" + ", ".join(f"{v:.1f}" for v in t.tolist()) + "]"
+
+    assert [shown(t) for t in readings] == list(q.options)

@@ -94,3 +94,40 @@ def test_nbval_self_check(case, tmp_path):
         assert result.returncode != 0, out[-3000:]
         expected = "not attempted yet" if case.startswith("stub") else "sin and cos"
         assert expected in out, out[-3000:]
+
+
+def _tiny_notebook(cells) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = cells
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{i}"
+    return nb
+
+
+def test_encoder_course_check_on_a_notebook_without_exercises(tmp_path):
+    """`encoder-course check 00` says there is nothing to check, whether every cell ran (a cell tagged
+    raises-exception may end in an error: notebook 00's demonstration of the self-check) and where the
+    exercises start."""
+    import io
+
+    from encoder_course.course.self_check import check_notebook
+
+    demo = nbformat.v4.new_code_cell("raise AssertionError('expected here')")
+    demo.metadata["tags"] = ["raises-exception"]
+    nbformat.write(_tiny_notebook([nbformat.v4.new_code_cell("print(1 + 1)"), demo]), tmp_path / "00_intro.ipynb")
+    check = nbformat.v4.new_code_cell("print('✓ x')")
+    check.metadata["encoder_course"] = {"role": "check", "exercise": "x", "points": 1}
+    nbformat.write(_tiny_notebook([check]), tmp_path / "01_first.ipynb")
+
+    out = io.StringIO()
+    assert check_notebook(str(tmp_path / "00_intro.ipynb"), timeout=300, out=out) == 0
+    text = out.getvalue()
+    assert "00_intro.ipynb has no exercises to check" in text
+    assert "Every one of its 2 code cells ran without an error" in text
+    assert "encoder-course check 01" in text
+
+    nbformat.write(_tiny_notebook([nbformat.v4.new_code_cell("undefined_name")]), tmp_path / "00_intro.ipynb")
+    out = io.StringIO()
+    assert check_notebook(str(tmp_path / "00_intro.ipynb"), timeout=300, out=out) == 1
+    assert "✗ cell 0 raised NameError" in out.getvalue()

@@ -11,14 +11,22 @@ Exercise and check cells (``metadata["encoder_course"]["role"]``), any other cel
 stored outputs, and the
 check cells their ``# NBVAL_CHECK_OUTPUT`` marker: a learner opening a notebook sees no pass under an
 exercise they have not written, and the self-check (``pytest --nbval-lax``) judges a check cell by
-whether it raises, never by what a saved notebook happens to hold. Everything else (other cells,
-metadata, cell ids, stored outputs) is kept as it is. The output is written with ``nbformat`` and
-is the same byte for byte on every run, so a test can compare the committed learner versions with
-what :func:`learner_text` produces.
+whether it raises, never by what a saved notebook happens to hold.
+
+No stored output shows the course's answer to an exercise either. A code cell that shows an answer
+(``ec.show_source`` on an exercise's reference, on a method of it, or on a function the registry locks
+with it, or any stored output that holds such source) loses its outputs, and a markdown cell above it
+labels it as a spoiler, to run after the exercise's check passes (:func:`spoiled_exercises`).
+
+Everything else (other cells, metadata, cell ids, stored outputs) is kept as it is. The output is
+written with ``nbformat`` and is the same byte for byte on every run, so a test can compare the
+committed learner versions with what :func:`learner_text` produces.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import re
 from pathlib import Path
 
@@ -108,12 +116,133 @@ def cell_role(cell) -> str | None:
     return (cell.get("metadata", {}).get("encoder_course") or {}).get("role")
 
 
+_SHOW_SOURCE_RE = re.compile(r"show_source\(\s*([A-Za-z_][\w.]*)\s*\)")
+#: A stored output shows an answer when it holds at least this share of the answer's source lines.
+ANSWER_LINE_SHARE = 0.8
+
+
+def _resolve(dotted: str):
+    """The package object a notebook names as ``ec.X.y`` or ``module.X`` (None if there is none)."""
+    head, *rest = dotted.split(".")
+    try:
+        obj = importlib.import_module("encoder_course" if head == "ec" else f"encoder_course.{head}")
+        for part in rest:
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        return None
+    return obj
+
+
+@functools.lru_cache(maxsize=None)
+def answer_objects() -> dict:
+    """Exercise key -> the package objects whose source is its answer.
+
+    The reference itself and every function the registry locks with it (a function whose result is
+    the answer, such as the formulas behind ``parameter_count``); not the classes locked with it (the
+    whole ``Encoder``, which ``parameter_count`` only counts).
+    """
+    import inspect
+
+    from ..checks.registry import EXERCISES
+
+    answers = {}
+    for key, ex in EXERCISES.items():
+        locked = ex.load_locked()
+        reference = ex.load_reference()
+        answers[key] = (reference, *(obj for obj in locked.values()
+                                     if obj is not reference and not inspect.isclass(obj)))
+    return answers
+
+
+def _code_lines(text: str) -> set[str]:
+    return {line.strip() for line in text.splitlines() if line.strip()}
+
+
+@functools.lru_cache(maxsize=None)
+def answer_sources() -> dict[str, tuple[frozenset, ...]]:
+    """Exercise key -> the answer's source texts, each as its set of stripped non-blank lines.
+
+    A class reference gives its whole source and that of each method it defines (a notebook may show
+    ``ec.LayerNorm.forward`` alone).
+    """
+    import inspect
+
+    sources = {}
+    for key, objects in answer_objects().items():
+        texts = []
+        for obj in objects:
+            texts.append(inspect.getsource(obj))
+            if inspect.isclass(obj):
+                texts += [inspect.getsource(member) for member in vars(obj).values() if inspect.isfunction(member)]
+        sources[key] = tuple(frozenset(_code_lines(t)) for t in texts if len(_code_lines(t)) >= 3)
+    return sources
+
+
+def output_text(output) -> str:
+    """The text a stored output holds: a stream's text, or the plain-text form of a result or display."""
+    if output.get("output_type") == "stream":
+        text = output.get("text", "")
+    else:
+        text = (output.get("data") or {}).get("text/plain", "")
+    return "".join(text) if isinstance(text, list) else str(text)
+
+
+def shows_answer(text: str) -> list[str]:
+    """Keys of the exercises whose answer ``text`` shows (most of the lines of one of its sources)."""
+    lines = _code_lines(text)
+    return [key for key, sources in answer_sources().items()
+            if any(len(source & lines) >= ANSWER_LINE_SHARE * len(source) for source in sources)]
+
+
+def spoiled_exercises(cell) -> list[str]:
+    """Keys of the exercises whose answer this code cell shows, by what it calls or what it has stored."""
+    keys = []
+    for dotted in _SHOW_SOURCE_RE.findall(cell.get("source", "")):
+        obj = _resolve(dotted)
+        if obj is None:
+            continue
+        for key, objects in answer_objects().items():
+            for answer in objects:
+                method_of = (isinstance(answer, type) and getattr(obj, "__module__", None) == answer.__module__
+                             and getattr(obj, "__qualname__", "").startswith(answer.__qualname__ + "."))
+                if obj is answer or method_of:
+                    keys.append(key)
+    for output in cell.get("outputs", []):
+        keys += shows_answer(output_text(output))
+    return list(dict.fromkeys(keys))
+
+
+def spoiler_note(keys: list[str], notebook: str) -> str:
+    """The markdown line above a cell that shows the answer to the exercises ``keys``."""
+    from ..checks.registry import EXERCISES
+
+    named = []
+    for key in keys:
+        ex = EXERCISES[key]
+        where = "this notebook" if ex.notebook == notebook else f"notebook {ex.notebook[:2]}"
+        named.append(f"`{ex.name}` ({where})")
+    what = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+    checks = "its check passes" if len(named) == 1 else "their checks pass"
+    return (f"**Spoiler:** the next cell shows the course's answer to the exercise {what}. "
+            f"Run it after {checks}.")
+
+
 def learner_notebook(nb: nbformat.NotebookNode, where: str = "notebook") -> nbformat.NotebookNode:
     """Return a copy of ``nb`` with every solution region stubbed and no stored result of an exercise."""
     nb = nbformat.from_dict(nb)  # a deep copy
+    notebook = Path(where).stem
+    cells = []
     for index, cell in enumerate(nb.cells):
+        cells.append(cell)
         if cell.get("cell_type") != "code":
             continue
+        spoiled = spoiled_exercises(cell)
+        if spoiled:
+            cell["outputs"], cell["execution_count"] = [], None
+            cell.get("metadata", {}).pop("execution", None)
+            note = nbformat.v4.new_markdown_cell(spoiler_note(spoiled, notebook))
+            note["id"] = f"{cell.get('id') or index}-spoiler"[:64]
+            cells.insert(len(cells) - 1, note)
         if BEGIN in cell.get("source", ""):
             cell["source"] = stub_source(cell["source"], f"{where}, cell {index}")
         # No stored result of an exercise, and nothing that depends on the workspace of whoever ran the
@@ -125,6 +254,7 @@ def learner_notebook(nb: nbformat.NotebookNode, where: str = "notebook") -> nbfo
         if cell_role(cell) == "check":
             lines = cell["source"].split("\n")
             cell["source"] = "\n".join(line for line in lines if line.strip() != CHECK_OUTPUT_MARKER)
+    nb.cells = cells
     return nb
 
 

@@ -6,6 +6,9 @@ question's options in an order of their own (:func:`learner_seed`), so picking b
 the same letter scores at chance, and the options of a question are written alike in length and form,
 so picking the longest one does too (``tests/test_quiz.py`` measures both). A question is scored on its
 first answer: the widget locks a question once it is answered and shows why the right option is right.
+The learner's own first answers (a session built without an explicit seed) are kept for as long as the
+kernel runs, by notebook and question, so running the quiz cell again shows them locked instead of
+offering a second first try; restarting the kernel starts afresh.
 
 All the logic is here, so it is tested without a browser; :func:`encoder_course.widgets.quiz` only
 displays a :class:`QuizSession`.
@@ -97,6 +100,16 @@ class Answer:
     feedback: str
 
 
+# The learner's first answers in this kernel: (seed, notebook number, question index, question text) ->
+# Answer. Filled by sessions that remember (see QuizSession), so a quiz cell run again keeps them.
+_FIRST_ANSWERS: dict[tuple[str, str, int, str], Answer] = {}
+
+
+def forget_answers() -> None:
+    """Forget every first answer kept in this kernel (as a kernel restart does)."""
+    _FIRST_ANSWERS.clear()
+
+
 @dataclass
 class QuizSession:
     """One learner's quiz for one notebook: shuffled options, and the first answer to each question.
@@ -104,17 +117,32 @@ class QuizSession:
     Args:
         notebook: the notebook's number or name.
         seed: the learner's seed (default :func:`learner_seed`).
+        remember: keep the first answers for as long as the kernel runs, so that a new session for the
+            same learner and notebook (the quiz cell run again) starts with them and cannot replace them.
+            Default: True when ``seed`` is not given (the learner's own quiz), False for an explicit seed.
     """
 
     notebook: str
     seed: str | None = None
     answers: dict[int, Answer] = field(default_factory=dict)
+    remember: bool | None = None
 
     def __post_init__(self):
+        if self.remember is None:
+            self.remember = self.seed is None
         self.seed = learner_seed() if self.seed is None else str(self.seed)
         self.questions = questions(self.notebook)
         where = str(self.notebook)[:2]
         self.orders = [shown_order(q, self.seed, f"{where}.{i}") for i, q in enumerate(self.questions)]
+        self.number = where.zfill(2)  # "1", "01" and "01_tokens_and_positions" are one notebook
+        if self.remember:
+            for index in range(len(self.questions)):
+                kept = _FIRST_ANSWERS.get(self._key(index))
+                if kept is not None:
+                    self.answers.setdefault(index, kept)
+
+    def _key(self, index: int) -> tuple[str, str, int, str]:
+        return (self.seed, self.number, index, self.questions[index].text)
 
     def options(self, index: int) -> list[str]:
         """The options of question ``index`` (from 0) in this learner's order."""
@@ -122,6 +150,10 @@ class QuizSession:
 
     def answer(self, index: int, chosen: int) -> Answer:
         """Record an answer (an index into :meth:`options`); only the first answer to a question counts."""
+        if self.remember and index not in self.answers and 0 <= index < len(self.questions):
+            kept = _FIRST_ANSWERS.get(self._key(index))  # answered meanwhile in another run of the cell
+            if kept is not None:
+                self.answers[index] = kept
         if index in self.answers:
             return self.answers[index]
         question = self.questions[index]
@@ -132,6 +164,8 @@ class QuizSession:
         correct = chosen == right
         verdict = "Right." if correct else f"Not this one: the answer is {LETTERS[right]}, “{question.options[0]}”."
         self.answers[index] = Answer(chosen, correct, f"{verdict} {question.explanation} (See {question.see}.)")
+        if self.remember:
+            _FIRST_ANSWERS.setdefault(self._key(index), self.answers[index])
         return self.answers[index]
 
     @property
@@ -148,7 +182,7 @@ class QuizSession:
 
 def grade(notebook: str, answers: dict[int, int] | list, seed: str | None = None) -> QuizSession:
     """Grade a whole set of answers at once (option numbers in the learner's shown order)."""
-    session = QuizSession(notebook, seed)
+    session = QuizSession(notebook, seed, remember=False)
     items = answers.items() if isinstance(answers, dict) else enumerate(answers)
     for index, chosen in items:
         if chosen is not None:

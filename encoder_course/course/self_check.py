@@ -35,9 +35,6 @@ def check_notebook(notebook: str, timeout: float = 600.0, out=None) -> int:
     path = _find(notebook)
     nb = nbformat.read(path, as_version=4)
     checks = [(i, c) for i, c in enumerate(nb.cells) if cell_role(c) == "check"]
-    if not checks:
-        out.write(f"{path.name} has no exercises to check.\n")
-        return 0
     previous = os.environ.get("ENCODER_COURSE_SELF_CHECK")
     os.environ["ENCODER_COURSE_SELF_CHECK"] = "1"
     try:
@@ -47,6 +44,8 @@ def check_notebook(notebook: str, timeout: float = 600.0, out=None) -> int:
             os.environ.pop("ENCODER_COURSE_SELF_CHECK", None)
         else:
             os.environ["ENCODER_COURSE_SELF_CHECK"] = previous
+    if not checks:
+        return _report_without_exercises(path, nb, run, out)
     failures = 0
     for index, cell in checks:
         key = cell.metadata["encoder_course"]["exercise"]
@@ -64,3 +63,45 @@ def check_notebook(notebook: str, timeout: float = 600.0, out=None) -> int:
         out.write(line + "\n")
     out.write(f"{len(checks) - failures} of {len(checks)} exercises right in {path.name}\n")
     return 0 if failures == 0 else 1
+
+
+def _may_raise(cell) -> bool:
+    """A cell tagged ``raises-exception`` (Jupyter's and nbval's tag) may end in an error."""
+    return "raises-exception" in (cell.get("metadata", {}).get("tags") or [])
+
+
+def _next_with_exercises(path: Path) -> Path | None:
+    """The first notebook after ``path`` in its folder that has an exercise, or None."""
+    import nbformat
+
+    from .learner_versions import cell_role
+
+    for other in sorted(path.parent.glob("[0-9][0-9]_*.ipynb")):
+        if other.name <= path.name:
+            continue
+        if any(cell_role(c) == "check" for c in nbformat.read(other, as_version=4).cells):
+            return other
+    return None
+
+
+def _report_without_exercises(path: Path, nb, run, out) -> int:
+    """For a notebook with no exercise: say so, say whether every cell ran, and where the exercises start."""
+    code = [(i, c) for i, c in enumerate(nb.cells) if c.get("cell_type") == "code"]
+    problems = []
+    if run.stop_reason is not None:
+        problems.append(f"✗ the run stopped ({run.stop_reason}) in cell {run.stopped_at}")
+    for index, cell in code:
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if errors and not _may_raise(cell):
+            first = (errors[0].get("evalue") or "").splitlines()
+            problems.append(f"✗ cell {index} raised {errors[0].get('ename', 'an error')}"
+                            + (f": {first[0]}" if first else ""))
+    out.write(f"{path.name} has no exercises to check.\n")
+    for line in problems:
+        out.write(line + "\n")
+    if not problems:
+        out.write(f"Every one of its {len(code)} code cells ran without an error.\n")
+    following = _next_with_exercises(path)
+    if following is not None:
+        out.write(f"The next exercises are in {following.name}: encoder-course check {following.name[:2]}\n")
+    return 1 if problems else 0

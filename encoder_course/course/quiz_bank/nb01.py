@@ -45,7 +45,8 @@ QUESTIONS = (
         ),
         explanation="Pair i turns by 1 / 10000^(2i/d_model) radians per position, so its wavelength is "
                     "2π · 10000^(2i/d_model); with 2i = 256 that is 2π · 10000^0.5 = 2π · 100 ≈ 628. Leaving out "
-                    "2π gives an angle, not a period; using i instead of 2i in the exponent gives 62.8; 10000 · 2π is "
+                    "2π gives 1/ω, the number of positions per radian, not per full turn; using i instead of 2i "
+                    "in the exponent gives 62.8; 10000 · 2π is "
                     "the upper end of the progression, which even the last pair only approaches.",
         see="01 · tokens_and_positions, “Reading the wavelengths off the table”",
     ),

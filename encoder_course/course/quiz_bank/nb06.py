@@ -41,13 +41,14 @@ QUESTIONS = (
              "             [4, 0]]     # column 1: value 1 = [1, 0]",
         options=(
             "[0.0, 4.0]",
-            "[4.0, 0.0]",
+            "[0.0, 1.0]",
             "[0.2, 6.0]",
             "[1.0, 0.0]",
         ),
         explanation="The activations are relu([1.5 - 0.5, 0.2 - 0.5]) = [1.0, 0.0]: only key 0 fires. The output "
-                    "is the sum of W2's columns weighted by them, 1.0 · [0, 4] + 0 · [1, 0] = [0, 4]. [4, 0] reads "
-                    "the values from W2's rows; [0.2, 6.0] forgets the bias (activations [1.5, 0.2]); [1.0, 0.0] "
+                    "is the sum of W2's columns weighted by them, 1.0 · [0, 4] + 0 · [1, 0] = [0, 4]. [0, 1] reads "
+                    "the values from W2's rows (row 0 is [0, 1]), as if w2 computed a @ W2 instead of "
+                    "W2 @ a; [0.2, 6.0] forgets the bias (activations [1.5, 0.2]); [1.0, 0.0] "
                     "stops at the activations, before W2.",
         see="06 · feed_forward, “A second reading: the FFN as a key-value memory”",
     ),
