@@ -97,10 +97,11 @@ def attention_weights_heatmap(weights, labels, title: str = "Attention weights")
             ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=8,
                     color="white" if values[i, j] > 0.6 else "black")
     token_ticks(ax, labels, max_labels=None, rotation=0)
-    label_axes(ax, title, "key (attended to)", "query (attending)", title_size=12)
+    label_axes(ax, None, "key (attended to)", "query (attending)")
     fig.colorbar(image, ax=ax, label="weight")
     i, j = divmod(int(values.argmax()), values.shape[1])
-    return finish(fig, alt=(
+    # The title over the whole figure: over the axes alone a long one runs into the colour bar.
+    return finish(fig, title=title, title_size=12, alt=(
         f"Heatmap of attention weights: {values.shape[0]} queries (rows) by {values.shape[1]} keys (columns), "
         f"tokens {', '.join(map(str, labels))}; darker orange is a larger weight and each row sums to 1. The "
         f"largest weight, {values[i, j]:.2f}, goes from query {labels[i]} to key {labels[j]}."))

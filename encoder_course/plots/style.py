@@ -16,6 +16,11 @@ Alt text: every figure carries a sentence saying what it shows (:func:`finish` s
 reads it). Inside IPython, the first figure finished registers a PNG formatter for matplotlib figures
 that returns ``(png, {"alt": text})``, so a notebook's stored output carries
 ``"image/png": {"alt": ...}`` in its metadata, for screen readers and the website edition of the course.
+
+Sharp figures: in a notebook on the inline backend with its default format, the same first figure asks
+the backend for 2x PNGs ("retina"): each PNG has twice the pixels and its display size in the metadata
+(``"width"``, ``"height"``), so it shows at the usual size, sharp on HiDPI screens and when the website
+enlarges it. A format the notebook chose itself (``%config InlineBackend.figure_formats``) is kept.
 """
 
 from __future__ import annotations
@@ -100,6 +105,7 @@ LABEL_COLOURS = (
 )
 
 _ALT = "_encoder_course_alt"  # the attribute holding a figure's (or an axes') alt text
+_RETINA_ASKED = "_encoder_course_retina_asked"  # set on an IPython shell once 2x PNGs were asked for
 _OWNED = "_encoder_course_owned"  # set on figures made here: only those are laid out by finish()
 
 
@@ -244,6 +250,7 @@ def install_alt_formatter() -> bool:
     formatters = getattr(getattr(shell, "display_formatter", None), "formatters", None)
     if not formatters or "image/png" not in formatters:
         return False
+    _prefer_retina(shell)
     png = formatters["image/png"]
     try:
         current = png.lookup_by_type(Figure)
@@ -255,6 +262,26 @@ def install_alt_formatter() -> bool:
         return False  # figures are shown in another format only (e.g. SVG): leave that choice alone
     png.for_type(Figure, _png_with_alt(current))
     return True
+
+
+def _prefer_retina(shell) -> None:
+    """Once per shell: have the inline backend store 2x PNGs, unless the notebook chose its figure formats.
+
+    Goes through the backend's own setting (what ``%config InlineBackend.figure_formats = {"retina"}``
+    does), so the backend keeps its other settings and a later ``%matplotlib inline`` keeps the choice.
+    """
+    if getattr(shell, _RETINA_ASKED, False):
+        return
+    setattr(shell, _RETINA_ASKED, True)
+    try:
+        from matplotlib_inline.config import InlineBackend
+    except ImportError:  # no inline backend installed: nothing to ask
+        return
+    if not InlineBackend.initialized():
+        return  # the inline backend is not in use in this shell
+    backend = InlineBackend.instance()
+    if backend.shell is shell and set(backend.figure_formats) == {"png"}:  # the default, untouched
+        backend.figure_formats = {"retina"}  # re-registers the PNG formatter with the same print settings
 
 
 def _registered(formatter, cls) -> bool:
