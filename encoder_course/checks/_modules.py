@@ -105,15 +105,20 @@ def _call_module(name, module, label, *args):
     inputs = {"x": args[0]}
     if len(args) > 1 and args[1] is not None:
         inputs["mask"] = args[1]
+    return _call_inputs(name, module, label, inputs, "the output tensor")
+
+
+def _call_inputs(name, module, label, inputs: dict, what: str, rehint=None):
+    """Call ``module(*inputs.values())`` as the learner's: a failure that comes from something kept on ``self``
+    says so, other failures go through ``rehint`` (a hint for this exercise), the inputs must come back
+    unchanged, and the result must be a tensor (``what`` says which)."""
     before = _snapshot(inputs)
-    if len(args) > 1 and args[1] is None:
-        args = args[:1]
     try:
-        got = _invoke(name, label, module, *args)
+        got = _invoke(name, label, module, *inputs.values())
     except ExerciseError as exc:
         kept = _kept_state(module)
         if not kept:
-            raise
+            raise (exc if rehint is None else rehint(exc)) from exc.__cause__
         shown = ", ".join(f"`{k}`" for k in kept)
         raise ExerciseError(
             f"Your {name} keeps {shown} from one call to the next {label}, and this call fails with it "
@@ -121,7 +126,7 @@ def _call_module(name, module, label, *args):
             "forward (a mask, statistics, keys and values); compute everything from the inputs of this call."
         ) from exc.__cause__
     _check_unchanged(name, before, inputs)
-    return _expect_tensor(name, got, label, "the output tensor")
+    return _expect_tensor(name, got, label, what)
 
 
 def _check_repeatable(name, module, label, got, *args) -> None:

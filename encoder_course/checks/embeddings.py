@@ -15,8 +15,8 @@ import re
 import torch
 
 from ._compare import _check_gradients, _close, _compare_output, _identical, probe
-from ._modules import _build, _copy_params, _kept_state, _randomise, _setting_probe, _sub
-from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _snapshot
+from ._modules import _build, _call_inputs, _copy_params, _randomise, _setting_probe, _sub
+from ._run import ExerciseError, _checker, _gen
 from .registry import exercise
 
 _P = 0.3  # the dropout rate of the train() checks
@@ -173,19 +173,8 @@ def _hint(exc: ExerciseError, cfg, ids) -> ExerciseError:
 
 def _call(name, module, label, ids, types, cfg):
     inputs = {"token_ids": ids} if types is None else {"token_ids": ids, "token_type_ids": types}
-    before = _snapshot(inputs)
-    try:
-        got = _invoke(name, label, module, *inputs.values())
-    except ExerciseError as exc:
-        kept = _kept_state(module)
-        if kept:
-            raise ExerciseError(
-                f"Your {name} keeps {', '.join(f'`{k}`' for k in kept)} from one call to the next {label}, and "
-                "this call fails with it.\nHint: do not store results on self inside forward; compute everything "
-                "from the inputs of this call.") from exc.__cause__
-        raise _hint(exc, cfg, ids) from exc.__cause__
-    _check_unchanged(name, before, inputs)
-    return _expect_tensor(name, got, label, "the embeddings (B, L, d_model)")
+    return _call_inputs(name, module, label, inputs, "the embeddings (B, L, d_model)",
+                        rehint=lambda exc: _hint(exc, cfg, ids))
 
 
 def _fresh(name, rebuild, cand, label, ids, types, cfg):

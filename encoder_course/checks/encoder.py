@@ -16,8 +16,8 @@ import re
 import torch
 
 from ._compare import _check_gradients, _close, _compare_output, _identical, probe
-from ._modules import _build, _copy_params, _kept_state, _randomise, _sub
-from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _snapshot
+from ._modules import _build, _call_inputs, _copy_params, _randomise, _sub
+from ._run import ExerciseError, _checker, _gen
 from .registry import exercise
 
 _P = 0.3  # the dropout rate of the train() check
@@ -112,19 +112,7 @@ def _call(name, module, label, ids, mask, types):
         inputs["mask"] = mask
     if types is not None:
         inputs["token_type_ids"] = types
-    before = _snapshot(inputs)
-    try:
-        got = _invoke(name, label, module, *inputs.values())
-    except ExerciseError as exc:
-        kept = _kept_state(module)
-        if not kept:
-            raise
-        raise ExerciseError(
-            f"Your {name} keeps {', '.join(f'`{k}`' for k in kept)} from one call to the next {label}, and this "
-            "call fails with it.\nHint: do not store results on self inside forward (a mask, say); compute "
-            "everything from the inputs of this call.") from exc.__cause__
-    _check_unchanged(name, before, inputs)
-    return _expect_tensor(name, got, label, "the encoded tokens (B, L, d_model)")
+    return _call_inputs(name, module, label, inputs, "the encoded tokens (B, L, d_model)")
 
 
 def _fresh(name, rebuild, cand, label, ids, mask, types):
