@@ -3,18 +3,28 @@
 ``encoder-course site --out DIR`` (or :func:`build_site`) turns ``notebooks/solutions/NN_*.ipynb`` into a
 website with Sphinx, MyST-NB and the Sphinx Book Theme (search and a light/dark switch come with the
 theme). Nothing is executed: every page shows the outputs stored when the solution was last run, so the
-build takes seconds, needs no kernel and no network, and the site loads nothing from the internet (MathJax
-is copied in from the pinned ``sphinx-mathjax-offline`` package).
+build takes seconds, needs no kernel and no network, imports neither torch nor matplotlib, and the site
+loads nothing from the internet (MathJax is copied in from the pinned ``sphinx-mathjax-offline`` package).
+The builder times itself (:attr:`SiteReport.seconds`, printed by the command).
 
 Before Sphinx sees a notebook, :func:`prepare_notebook` makes it readable on a page:
 
 - the Colab set-up cell is dropped, and a bar under the title gives the reading time (from README's course
-  map) and links to open the notebook on Colab and Binder, the learner version and the solution;
+  map) and links to download the notebook (the learner version, copied into the site's ``notebooks/``),
+  to open it on Colab and Binder, and to its source on GitHub;
 - an exercise cell shows the learner's stub (exactly as ``encoder-course student`` writes it), with the
   solution folded under it; its check cell's pass line is labelled as what you see when you are right;
-- a widget becomes the picture of its first state (from the widget state nbconvert stores in the
-  notebook's metadata) and a line saying what the live widget lets you change;
-- every figure keeps its alt text (``metadata["image/png"]["alt"]``, or a plain fallback).
+- a widget becomes the picture of its first state and a line saying what the live widget lets you change
+  (:mod:`.site_widgets`); the quiz is built from its question bank and works on the page (:mod:`.site_quiz`);
+- every mention of another notebook becomes a link (:mod:`.site_links`); lines only the notebook tests read
+  (``# NBVAL_CHECK_OUTPUT``) are dropped; text outputs over :data:`FOLD_LINES` lines are folded;
+- every figure keeps its alt text (``metadata["image/png"]["alt"]``, or a plain fallback) and its display
+  size (a 2x PNG's ``width``), so it is sharp and a click opens it enlarged.
+
+``site_files/encoder-course.js`` makes the menu open at every width (the pinned themes leave the Book
+Theme's menu button without a handler), runs the quizzes, adds copy buttons and the enlarged figures;
+``site_files/templates/`` names the theme's buttons; ``site_files/encoder-course.css`` keeps code, equations
+and outputs inside the column and the course's colours above WCAG's 4.5:1.
 
 A landing page comes from README (intro, course map, the two commands, for learners) and a page for
 teachers from README's teacher section. This module is also the Sphinx extension that puts the alt texts
@@ -23,8 +33,6 @@ on the images (:func:`setup`).
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import html
 import json
 import re
@@ -40,10 +48,14 @@ import nbformat
 
 from .learner_versions import BEGIN, END, find_root, solution_notebooks, stub_source
 from .notebook_tools import BRANCH, REPO_SLUG, REPO_URL
+from .quiz import bank_modules
+from .site_links import Linker
+from .site_quiz import quiz_html, quiz_number
+from .site_widgets import WIDGET_STATE, WIDGET_VIEW, html_output, png_alt, png_hash, widget_outputs
 
 SITE_FILES = Path(__file__).with_name("site_files")
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+FOLD_LINES, FOLD_SHOWN = 30, 20  # a text output longer than 30 lines shows 20 and folds the rest
+TEST_MARKER = re.compile(r"^\s*# NBVAL_[A-Z_]+\s*$")  # comments for the notebook tests (nbval), not readers
 ALT_FILE = "_alt_texts.json"
 MATHJAX_DIST = "sphinx-mathjax-offline"  # the PyPI package the MathJax 3 files come from
 MATHJAX_FILE = "tex-svg-full.js"  # one file: all TeX extensions, SVG output, no fonts to fetch
@@ -64,6 +76,7 @@ class Page:
     teaches: str = ""
     reading: str = ""  # "25 min", or "" when README's map has no row for it
     exercises: str = ""
+    download: str = ""  # the learner version's path in the site ("notebooks/03_masks.ipynb"), or ""
 
     @property
     def number(self) -> str:
@@ -133,6 +146,12 @@ def _notebook_title(nb, stem: str) -> str:
     return stem
 
 
+def _headings(nb) -> list[str]:
+    """The markdown headings of a notebook, in order (for links to its sections)."""
+    return [title for cell in nb.cells if cell.cell_type == "markdown"
+            for title in re.findall(r"^#{1,6}\s+(.+?)\s*$", re.sub(r"(?ms)^```.*?^```", "", cell.source), re.M)]
+
+
 def _minutes(reading: str) -> int:
     match = re.search(r"(\d+)\s*min", reading)
     return int(match.group(1)) if match else 0
@@ -151,7 +170,7 @@ class Prepared:
 
     nb: nbformat.NotebookNode
     alt_texts: dict[str, str] = field(default_factory=dict)  # sha256 of a PNG -> its alt text
-    widgets_without_picture: list[str] = field(default_factory=list)  # "NN_name: widgets.quiz()"
+    widgets_without_picture: list[str] = field(default_factory=list)  # "NN_name: widgets.explore_x()"
 
 
 def _is_colab_cell(cell) -> bool:
@@ -171,21 +190,19 @@ def _md(source: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_markdown_cell(source)
 
 
-def _html_output(markup: str) -> nbformat.NotebookNode:
-    return nbformat.v4.new_output("display_data", data={"text/html": markup})
-
-
 def _page_bar(page: Page) -> str:
     meta = f"{page.reading} reading" if page.reading else "reading time not given"
     if page.exercises and page.exercises not in ("—", "-"):
         meta += f" · exercises: {html.escape(page.exercises.replace('`', ''))}"
     links = [("Open in Colab", colab_url(page.stem)), ("Open on Binder", binder_url(page.stem)),
-             ("Learner version", repo_url(f"notebooks/{page.stem}.ipynb")),
-             ("Solution notebook", repo_url(f"notebooks/solutions/{page.stem}.ipynb"))]
-    buttons = "\n".join(f'<a class="ec-button" href="{html.escape(url)}">{text}</a>' for text, url in links)
-    return (f'<div class="ec-pagebar">\n<span class="ec-meta">{meta}</span>\n{buttons}\n'
+             ("Source on GitHub", repo_url(f"notebooks/solutions/{page.stem}.ipynb"))]
+    buttons = [f'<a class="ec-button" href="{html.escape(url)}">{text}</a>' for text, url in links]
+    if page.download:  # the learner version, copied into the site: the notebook to work in
+        buttons.insert(0, f'<a class="ec-button" href="{page.download}" download>Download the notebook</a>')
+    return (f'<div class="ec-pagebar">\n<span class="ec-meta">{meta}</span>\n' + "\n".join(buttons) + "\n"
             '<p class="ec-note">You are reading the solved notebook with the outputs stored when it last ran. '
-            "Widgets are pictures here; open the notebook to run it and to use them.</p>\n</div>")
+            "Widgets are pictures here and the quiz works on the page; download the notebook (the version "
+            "with the exercises left for you) or open it on Colab or Binder to run it.</p>\n</div>")
 
 
 def _solution_only(source: str) -> str:
@@ -200,33 +217,68 @@ def _pass_line_output(outputs) -> list:
     lines = [line for text in texts for line in text.splitlines() if line.startswith("✓")]
     if not lines:
         return outputs
-    return [_html_output('<div class="ec-pass"><p class="ec-pass-label">What you will see when your answer '
-                         f'is right:</p><pre>{html.escape(chr(10).join(lines))}</pre></div>')]
+    return [html_output('<div class="ec-pass"><p class="ec-pass-label">What you will see when your answer '
+                        f'is right:</p><pre>{html.escape(chr(10).join(lines))}</pre></div>')]
 
 
 def _source_output(output):
-    """``ec.show_source`` output (Pygments HTML with a global <style>) as a highlighted code block."""
+    """``ec.show_source`` output (Pygments HTML with a global <style>) as a code block, folded when long."""
     data = output.get("data", {})
     markup, text = data.get("text/html", ""), data.get("text/plain")
-    if text and "<style>" in markup and 'class="highlight"' in markup:
-        return nbformat.v4.new_output("display_data", data={"text/markdown": _fence(text)})
-    return output
+    if not (text and "<style>" in markup and 'class="highlight"' in markup):
+        return output
+    lines = text.rstrip().splitlines()
+    block = _fence(text)
+    if len(lines) > FOLD_LINES:
+        block = (f'<details class="ec-fold">\n<summary>Show the source: <code>{html.escape(lines[0].strip())}'
+                 f"</code> ({len(lines)} lines)</summary>\n\n{block}\n\n</details>")
+    return nbformat.v4.new_output("display_data", data={"text/markdown": block})
 
 
-def _png_alt(output) -> str | None:
-    alt = (output.get("metadata", {}).get("image/png") or {}).get("alt")
-    return alt.strip() if isinstance(alt, str) and alt.strip() else None
+def _merged_streams(outputs) -> list:
+    """Consecutive stream outputs of one stream as one (as MyST-NB shows them), so a long one can be folded."""
+    merged = []
+    for output in outputs:
+        last = merged[-1] if merged else None
+        if (output.get("output_type") == "stream" and last is not None and last.get("output_type") == "stream"
+                and last.get("name") == output.get("name")):
+            last["text"] = last.get("text", "") + output.get("text", "")
+        else:
+            merged.append(output)
+    return merged
 
 
-def _png_hash(b64: str | list) -> str:
-    if isinstance(b64, list):
-        b64 = "".join(b64)
-    return hashlib.sha256(base64.b64decode(b64)).hexdigest()
+def _folded(output):
+    """A text output over :data:`FOLD_LINES` lines: its first lines shown, the rest under "Show ...". """
+    text = output.get("text") if output.get("output_type") == "stream" else None
+    data = output.get("data", {})
+    if text is None and set(data) == {"text/plain"}:
+        text = data["text/plain"]
+    lines = (text or "").rstrip("\n").split("\n")
+    if text is None or len(lines) <= FOLD_LINES:
+        return output
+    shown, rest = "\n".join(lines[:FOLD_SHOWN]), "\n".join(lines[FOLD_SHOWN:])
+    kind = " ec-stderr" if output.get("name") == "stderr" else ""
+    return html_output(f'<div class="ec-fold{kind}"><pre>{html.escape(shown)}</pre><details>'
+                       f"<summary>Show the other {len(lines) - FOLD_SHOWN} lines</summary>"
+                       f"<pre>{html.escape(rest)}</pre></details></div>")
 
 
-def prepare_notebook(nb: nbformat.NotebookNode, page: Page) -> Prepared:
-    """A copy of solution notebook ``nb`` shaped for its page (see the module's docstring)."""
+def _shown_code(source: str) -> str:
+    """A code cell's source without the lines only the notebook tests read (``# NBVAL_CHECK_OUTPUT``)."""
+    return "\n".join(line for line in source.split("\n") if not TEST_MARKER.match(line))
+
+
+def prepare_notebook(nb: nbformat.NotebookNode, page: Page, linker: Linker | None = None) -> Prepared:
+    """A copy of solution notebook ``nb`` shaped for its page (see the module's docstring).
+
+    Args:
+        nb: the solution notebook, as stored.
+        page: its page.
+        linker: makes the other notebooks' mentions links (default: links to ``page`` only).
+    """
     nb = nbformat.from_dict(nb)  # a deep copy
+    linker = linker or Linker([page.stem])
     state = (nb.metadata.get("widgets") or {}).get(WIDGET_STATE, {}).get("state", {})
     # No widget state on the page: MyST-NB would load the widget manager from a CDN for it.
     nb.metadata.pop("widgets", None)
@@ -241,13 +293,19 @@ def prepare_notebook(nb: nbformat.NotebookNode, page: Page) -> Prepared:
             title, _, rest = cell.source.partition("\n")
             cells.append(_md(title + "\n\n" + _page_bar(page)))
             if rest.strip():
-                cells.append(_md(rest.strip()))
+                cells.append(_md(linker.markdown(rest.strip())))
             titled = True
             continue
         if cell.cell_type != "code":
+            if cell.cell_type == "markdown":
+                cell.source = linker.markdown(cell.source)
             cells.append(cell)
             continue
-        role = _role(cell)
+        cell.source = _shown_code(cell.source)
+        quiz = quiz_number(cell.source) if _role(cell) == "quiz" or "quiz(" in cell.source else None
+        if quiz in bank_modules():  # the quiz, from its bank, working on the page
+            cells.append(_md(quiz_html(quiz, linker.html)))
+            continue
         if BEGIN in cell.source:  # an exercise: every solution region is stubbed, as in the learner version
             solved = _solution_only(cell.source)
             cell.source = stub_source(cell.source, f"{page.stem}, exercise cell")
@@ -257,145 +315,29 @@ def prepare_notebook(nb: nbformat.NotebookNode, page: Page) -> Prepared:
             cells.append(_md('<details class="ec-solution">\n<summary>Show a solution</summary>\n\n'
                              + _fence(solved) + "\n\n</details>"))
             continue
-        outputs = []
-        for output in cell.get("outputs", []):
-            data = output.get("data", {})
-            if WIDGET_VIEW in data:
-                outputs += _widget_outputs(data, state, cell.source, page, prepared)
-                continue
-            if "image/png" in data:
-                prepared.alt_texts[_png_hash(data["image/png"])] = _png_alt(output) or fallback_alt
-            outputs.append(_source_output(output))
-        if role == "check":
-            outputs = _pass_line_output(outputs)
-        cell.outputs = outputs
+        cell.outputs = _cell_outputs(cell, state, page, prepared, fallback_alt)
         cells.append(cell)
     nb.cells = cells
     return prepared
 
 
-# -- widgets --------------------------------------------------------------------------------------
-
-_LAYOUT_MODELS = ("VBoxModel", "HBoxModel", "BoxModel", "GridBoxModel", "AccordionModel", "TabModel")
-
-
-def _walk(model_id: str, state: dict):
-    """The widget models under ``model_id`` (itself first), depth first, in display order."""
-    entry = state.get(model_id)
-    if not entry:
-        return
-    yield entry
-    for child in entry.get("state", {}).get("children", []):
-        yield from _walk(str(child).replace("IPY_MODEL_", ""), state)
-
-
-def _fmt(value) -> str:
-    return f"{value:.3g}" if isinstance(value, float) else str(value)
-
-
-def _control(entry: dict) -> tuple[str, str, str] | None:
-    """``(name, what it can be set to, its first value)`` of one control, or None for anything else."""
-    name, s = entry.get("model_name", ""), entry.get("state", {})
-    if name in _LAYOUT_MODELS or name in ("OutputModel", "HTMLModel", "HTMLMathModel", "LabelModel") \
-            or not name.endswith("Model") or "Layout" in name or "Style" in name:
-        return None
-    label = s.get("description", "") or ""
-    options = s.get("_options_labels")
-    if options is not None:
-        index = s.get("index")
-        first = options[index] if isinstance(index, int) and 0 <= index < len(options) else "none chosen"
-        choices = (", ".join(options[:-1]) + " or " + options[-1] if 1 < len(options) <= 6
-                   else f"{options[0]} to {options[-1]}" if options else "")
-        return label, choices, first
-    if "min" in s and "max" in s:
-        low, high = s["min"], s["max"]
-        if name == "FloatLogSliderModel":
-            base = s.get("base", 10.0)
-            low, high = base ** low, base ** high
-        return label, f"{_fmt(low)} to {_fmt(high)}", _fmt(s.get("value"))
-    if name in ("CheckboxModel", "ToggleButtonModel"):
-        return label, "on or off", "on" if s.get("value") else "off"
-    if "value" in s:
-        return label, "any value", _fmt(s.get("value"))
-    return None
-
-
-def _controls_from_repr(text: str) -> list[tuple[str, str, str]]:
-    """Controls named in a widget's text/plain repr, when no widget state is stored."""
-    return [(name, "", "") for name in dict.fromkeys(re.findall(r"description='([^']+)'", text))]
-
-
-def _join(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _change_line(controls, has_picture: bool) -> str:
-    named = [c for c in controls if c[0]]
-    answers = [c for c in controls if not c[0] and c[1]]  # unlabelled choices: a quiz's questions
-    parts = []
-    if named:
-        change = _join([f"<strong>{html.escape(n)}</strong>" + (f" ({html.escape(ch)})" if ch else "")
-                        for n, ch, _ in named])
-        parts.append(f"change {change}" + (", and the picture is drawn again" if has_picture else ""))
-    if answers:
-        parts.append(f"pick an answer to each of its {len(answers)} questions" if len(answers) > 1
-                     else "pick an answer")
-    if not parts:
-        return "In the notebook this is a live widget."
-    return f"In the notebook this is a live widget: you can {'; you can also '.join(parts)}."
-
-
-def _static_markup(model_id: str, state: dict) -> str:
-    """The text of a widget's first state (its HTML and its choices) for a widget with no picture."""
-    parts = []
-    for entry in _walk(model_id, state):
-        s = entry.get("state", {})
-        if entry.get("model_name") in ("HTMLModel", "HTMLMathModel") and s.get("value"):
-            parts.append(f"<div>{s['value']}</div>")  # the course's own markup, stored by the notebook
-        elif entry.get("model_name") == "LabelModel" and s.get("value"):
-            parts.append(f"<p>{html.escape(s['value'])}</p>")
-        elif s.get("_options_labels") and entry.get("model_name") in ("RadioButtonsModel", "SelectModel"):
-            items = "".join(f"<li>{html.escape(o)}</li>" for o in s["_options_labels"])
-            parts.append(f'<ol type="a">{items}</ol>')
-    return "\n".join(parts)
-
-
-def _widget_outputs(data: dict, state: dict, source: str, page: Page, prepared: Prepared) -> list:
-    """The outputs that stand for a widget on the page: its first picture and what it lets you change."""
-    model_id = (data.get(WIDGET_VIEW) or {}).get("model_id", "")
-    entries = list(_walk(model_id, state))
-    controls = [c for c in (_control(e) for e in entries) if c]
-    if not entries:
-        controls = _controls_from_repr(str(data.get("text/plain", "")))
-    shown = [f"{n} = {first}" for n, _, first in controls if n and first]
-    call = source.strip().splitlines()[-1] if source.strip() else "this cell"
+def _cell_outputs(cell, state: dict, page: Page, prepared: Prepared, fallback_alt: str) -> list:
+    """A code cell's outputs on the page: widgets as pictures, figures with alt texts, long text folded."""
     outputs = []
-    for entry in entries:
-        if entry.get("model_name") != "OutputModel":
+    for output in _merged_streams(cell.get("outputs", [])):
+        data = output.get("data", {})
+        if WIDGET_VIEW in data:
+            view = widget_outputs(data, state)
+            prepared.alt_texts.update(view.alt_texts)
+            if not view.has_picture:
+                call = cell.source.strip().splitlines()[-1] if cell.source.strip() else "this cell"
+                prepared.widgets_without_picture.append(f"{page.stem}: {call}")
+            outputs += view.outputs
             continue
-        for out in entry.get("state", {}).get("outputs", []):
-            out = nbformat.from_dict(out)
-            if "image/png" in out.get("data", {}):
-                alt = _png_alt(out) or ("The first picture the live widget draws"
-                                        + (f", for {', '.join(shown)}" if shown else "") + ".")
-                prepared.alt_texts[_png_hash(out["data"]["image/png"])] = alt
-                outputs.append(nbformat.v4.new_output(
-                    "display_data", data={"image/png": out["data"]["image/png"], "text/plain": alt},
-                    metadata={"image/png": {"alt": alt}}))
-            elif out.get("output_type") == "stream" or "text/plain" in out.get("data", {}):
-                outputs.append(out)
-    line = _change_line(controls, bool(outputs))
-    if outputs:
-        first = f" Shown here: its first picture, for {html.escape(', '.join(shown))}." if shown else ""
-        note = f"{line}{first} Open the notebook on Colab or Binder to use it."
-        return outputs + [_html_output(f'<p class="ec-widget-note">{note}</p>')]
-    prepared.widgets_without_picture.append(f"{page.stem}: {call}")
-    text = _static_markup(model_id, state) if entries else ""
-    plain = ("The notebook stores no picture of this widget" + (", so here is its text as it first appears."
-                                                                 if text else ", so it cannot be shown here."))
-    note = f"{plain} {line} Open the notebook on Colab or Binder to use it."
-    body = f'<div class="ec-widget-static">\n{text}\n</div>' if text else ""
-    return [_html_output(f'<p class="ec-widget-note">{note}</p>{body}')]
+        if "image/png" in data:
+            prepared.alt_texts[png_hash(data["image/png"])] = png_alt(output) or fallback_alt
+        outputs.append(_folded(_source_output(output)))
+    return _pass_line_output(outputs) if _role(cell) == "check" else outputs
 
 
 # -- landing and teacher pages --------------------------------------------------------------------
@@ -454,7 +396,7 @@ def _fill(template: str, **values) -> str:
 
 def _landing(pages: list[Page], readme: dict[str, str]) -> str:
     stems, first = {p.stem for p in pages}, pages[0]
-    return _fill("index.md", title="The Transformer encoder, built block by block",
+    page = _fill("index.md", title="The Transformer encoder, built block by block",
                  intro=_site_links(readme.get("", ""), stems), count=len(pages),
                  total_time=_duration(sum(_minutes(p.reading) for p in pages)),
                  first_page=f"{first.stem}.html", first_title=html.escape(first.title),
@@ -462,13 +404,15 @@ def _landing(pages: list[Page], readme: dict[str, str]) -> str:
                  course_map=_map_table(pages), local=_site_links(readme.get("Two commands", ""), stems),
                  learners=_site_links(readme.get("For learners", ""), stems),
                  toc="\n".join(p.stem for p in pages))
+    return Linker(stems).markdown(page)
 
 
 def _teachers(pages: list[Page], readme: dict[str, str]) -> str:
     stems = {p.stem for p in pages}
     fallback = "Hand out `notebooks/`; the solutions with their outputs are in `notebooks/solutions/`."
-    return _fill("teachers.md", teachers=_site_links(readme.get("For teachers", fallback), stems),
+    page = _fill("teachers.md", teachers=_site_links(readme.get("For teachers", fallback), stems),
                  release=_site_links(_release_section(readme), stems))
+    return Linker(stems).markdown(page)
 
 
 def write_sources(root: Path, src: Path) -> Prepared:
@@ -477,26 +421,34 @@ def write_sources(root: Path, src: Path) -> Prepared:
     readme_text = readme_path.read_text(encoding="utf-8") if readme_path.exists() else ""
     readme, table = readme_sections(readme_text), course_map(readme_text)
     collected = Prepared(nbformat.v4.new_notebook())
-    pages = []
-    src.mkdir(parents=True)
-    for path in solution_notebooks(root):
-        nb = nbformat.read(path, as_version=4)
+    paths, pages = solution_notebooks(root), []
+    if not paths:
+        raise SiteError(f"no solution notebooks in {root / 'notebooks' / 'solutions'}")
+    notebooks = {path.stem: nbformat.read(path, as_version=4) for path in paths}
+    linker = Linker(notebooks, {stem: _headings(nb) for stem, nb in notebooks.items()})
+    downloads = src / "_extra" / "notebooks"  # html_extra_path: copied to the site's notebooks/ as they are
+    downloads.mkdir(parents=True)
+    for path in paths:
+        nb = notebooks[path.stem]
         row = table.get(path.stem[:2], {})
+        learner = root / "notebooks" / path.name
+        if learner.exists():
+            shutil.copy(learner, downloads / path.name)
         page = Page(path.stem, _notebook_title(nb, path.stem), row.get("what it teaches", ""),
-                    row.get("reading", ""), row.get("exercises", ""))
-        prepared = prepare_notebook(nb, page)
+                    row.get("reading", ""), row.get("exercises", ""),
+                    f"notebooks/{path.name}" if learner.exists() else "")
+        prepared = prepare_notebook(nb, page, linker)
         nbformat.write(prepared.nb, src / path.name)
         collected.alt_texts.update(prepared.alt_texts)
         collected.widgets_without_picture += prepared.widgets_without_picture
         pages.append(page)
-    if not pages:
-        raise SiteError(f"no solution notebooks in {root / 'notebooks' / 'solutions'}")
     (src / "index.md").write_text(_landing(pages, readme), encoding="utf-8")
     (src / "teachers.md").write_text(_teachers(pages, readme), encoding="utf-8")
     static = src / "_static"
     (static / "mathjax").mkdir(parents=True)
-    for name in ("encoder-course.css", "favicon.svg"):
+    for name in ("encoder-course.css", "encoder-course.js", "favicon.svg"):
         shutil.copy(SITE_FILES / name, static / name)
+    shutil.copytree(SITE_FILES / "templates", src / "_templates")  # the theme's buttons, named
     shutil.copy(mathjax_source(), static / "mathjax" / MATHJAX_FILE)
     (src / ALT_FILE).write_text(json.dumps(collected.alt_texts, indent=0, sort_keys=True), encoding="utf-8")
     settings = "".join(f"{key} = {value!r}\n" for key, value in sphinx_settings().items())
@@ -525,7 +477,7 @@ def sphinx_settings() -> dict:
         "html_context": {"default_mode": "auto"},  # light or dark as the reader's system; a switch too
         "language": "en",
         "extensions": ["myst_nb", "sphinx.ext.githubpages", "encoder_course.course.site"],
-        "exclude_patterns": ["_build", "**.ipynb_checkpoints"],
+        "exclude_patterns": ["_build", "_extra", "_templates", "**.ipynb_checkpoints"],
         "nb_execution_mode": "off",  # the stored outputs, never a kernel
         "nb_merge_streams": True,
         "myst_enable_extensions": ["dollarmath", "amsmath"],
@@ -537,8 +489,12 @@ def sphinx_settings() -> dict:
             "use_repository_button": True, "use_download_button": False, "use_fullscreen_button": False,
             "home_page_in_toc": True, "show_toc_level": 2,
         },
+        "templates_path": ["_templates"],
         "html_static_path": ["_static"],
         "html_css_files": ["encoder-course.css"],
+        # The menu at every width, the quizzes, copy buttons, enlarging figures, labels the theme lacks.
+        "html_js_files": [("encoder-course.js", {"defer": "defer"})],
+        "html_extra_path": ["_extra"],
         "html_favicon": "_static/favicon.svg",
         "html_copy_source": False,
         "html_show_sourcelink": False,
