@@ -250,7 +250,7 @@ def test_the_same_series_has_the_same_colour_in_every_figure():
 
 def test_a_width_keeps_its_colour_in_the_positions_figures():
     # notebook 01: the similarity curve of d_model 64 is the same colour in the static figure and the explorer
-    from encoder_course.plots.positions import D_MODEL_COLOURS
+    from encoder_course.plots.tokens_and_positions import D_MODEL_COLOURS
 
     static = plots.position_offset_similarity(np.arange(4), {"d_model 16": [1, 0.8, 0.5, 0.2],
                                                              "d_model 64": [1, 0.9, 0.7, 0.5]})

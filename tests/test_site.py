@@ -771,12 +771,6 @@ def test_prepare_keeps_a_figures_alt_text_or_falls_back_to_the_notebook():
     assert sorted(prepared.alt_texts.values()) == ["Figure from notebook 03 (03 · Masks)", "Two heatmaps."]
 
 
-def test_readme_course_map_gives_every_notebook_its_reading_time():
-    table = site_module.course_map((ROOT / "README.md").read_text(encoding="utf-8"))
-    for notebook in NOTEBOOKS:
-        assert re.fullmatch(r"\d+ min", table[notebook.stem[:2]]["reading"]), notebook.stem
-
-
 def test_prepare_hides_test_markers_and_folds_long_outputs():
     nb = nbformat.v4.new_notebook()
     long_text = "".join(f"line {i}\n" for i in range(45))

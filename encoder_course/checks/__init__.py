@@ -82,33 +82,44 @@ Where things are (one file per exercise, named like the model file it checks):
 * ``_compare.py``: comparing numbers (tolerance, mistakes matched, gradients, randomness probes);
 * ``_modules.py``: building the learner's modules, randomising and copying parameters, calling them.
 
-A new exercise is one entry in ``registry.py`` and one checker file whose ``check_<key>`` is wrapped by
-``@_checker("<key>")`` and exported here.
+A new exercise is one entry in ``registry.py`` and a ``check_<key>`` wrapped by ``@_checker("<key>")`` in
+one of the checker files: the files are found and the checkers exported here by themselves.
 """
 
 from __future__ import annotations
 
-from ._run import TIME_LIMIT, ExerciseError, Verdict, verdict
-from .attention import check_scaled_dot_product_attention
-from .block import check_encoder_block
-from .blockwise import check_online_softmax_attention
-from .counting import check_parameter_count
-from .embeddings import check_embeddings
-from .encoder import check_encoder_stack
-from .feed_forward import check_feed_forward
-from .interop import check_rename_key
-from .layer_norm import check_layer_norm
-from .masks import check_causal_mask, check_padding_mask
-from .multi_head import check_multi_head_attention
-from .pooling import check_mean_pool
-from .positions import check_sinusoidal_positions
-from .registry import EXERCISES
-from .training import check_masked_token_loss
+import importlib
+import pkgutil
 
-__all__ = [
-    "EXERCISES", "ExerciseError", "TIME_LIMIT", "Verdict", "check_causal_mask", "check_embeddings",
-    "check_encoder_block", "check_encoder_stack", "check_feed_forward", "check_layer_norm", "check_masked_token_loss",
-    "check_mean_pool", "check_multi_head_attention", "check_online_softmax_attention", "check_padding_mask",
-    "check_parameter_count",
-    "check_rename_key", "check_scaled_dot_product_attention", "check_sinusoidal_positions", "verdict",
-]
+from .registry import EXERCISES  # plain data: importing the registry loads neither torch nor a checker
+
+_MACHINERY = ("CHECKERS", "TIME_LIMIT", "ExerciseError", "Verdict", "verdict")
+
+__all__ = ["EXERCISES", "ExerciseError", "TIME_LIMIT", "Verdict", "verdict", *(f"check_{key}" for key in EXERCISES)]
+
+
+def _load_checkers() -> None:
+    """Import every checker file (each public module of this package registers its checkers)."""
+    from . import _run
+
+    for module in pkgutil.iter_modules(__path__):
+        if not module.name.startswith("_") and module.name != "registry":
+            importlib.import_module(f"{__name__}.{module.name}")
+    unchecked = [key for key in EXERCISES if key not in _run.CHECKERS]
+    if unchecked:
+        raise ImportError(f"no checker for the exercises {', '.join(unchecked)}: write check_<key> with "
+                          "@_checker(\"<key>\") in a file of encoder_course/checks/")
+    globals().update({name: getattr(_run, name) for name in _MACHINERY})
+    globals().update({f"check_{key}": _run.CHECKERS[key] for key in EXERCISES})
+
+
+def __getattr__(name: str):
+    """The checkers and their machinery load on first use (PEP 562), so the registry alone stays light."""
+    if name in _MACHINERY or (name.startswith("check_") and name[len("check_"):] in EXERCISES):
+        _load_checkers()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

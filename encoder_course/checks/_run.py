@@ -393,6 +393,7 @@ class Verdict:
 
 
 _BODIES: dict[str, Callable] = {}
+CHECKERS: dict[str, Callable] = {}  # the public check_<key> of each exercise, by key (filled by _checker)
 
 
 def verdict(key: str, candidate) -> Verdict:
@@ -402,6 +403,10 @@ def verdict(key: str, candidate) -> Verdict:
     fails the check. The global random state and torch's thread count are left as they were.
     """
     ex = exercise(key)
+    if key not in _BODIES:  # this module was imported alone: load the checkers first
+        from . import _load_checkers
+
+        _load_checkers()
     body = _BODIES[key]
     threads = torch.get_num_threads()
     # The inputs are tiny: one thread is much faster than several on a busy machine.
@@ -566,6 +571,7 @@ def _checker(key: str):
             return None
 
         wrapper.exercise = ex
+        CHECKERS[key] = wrapper
         return wrapper
 
     return decorate

@@ -20,7 +20,9 @@ class Exercise:
     kind: str  # "function" or "class" (a class is passed itself, not a module built from it)
     reference: str  # "encoder_course.multi_head.MultiHeadAttention": the package's answer, imported lazily
     shape_hint: str  # shown when the learner's code raises a shape error
-    part: bool = True  # a passing answer is saved to the learner's workspace (encoder_course.yours)
+    # Whether a passing answer is saved to the learner's workspace (encoder_course.yours) as a part of
+    # their own encoder package. Said for every exercise: a new exercise is not a part unless it says so.
+    part: bool
     uses: tuple[str, ...] = ()  # keys of the earlier parts its saved file imports (the learner's own)
     mask_hint: str = ""  # added to the shape hint when the failing call was given a mask
     # Other objects of the package that compute this exercise's answer, out of reach like the reference
@@ -48,13 +50,13 @@ def _load(path: str):
 _DECLARED = (
     Exercise(
         key="sinusoidal_positions", name="sinusoidal_positions", notebook="01_tokens_and_positions",
-        kind="function", reference="encoder_course.positions.sinusoidal_positions",
+        kind="function", reference="encoder_course.positions.sinusoidal_positions", part=True,
         shape_hint="The positions form a column (seq_len, 1) and the frequencies a row "
                    "(d_model / 2,), so pos / freq has shape (seq_len, d_model / 2).",
     ),
     Exercise(
         key="scaled_dot_product_attention", name="scaled_dot_product_attention", notebook="02_attention",
-        kind="function", reference="encoder_course.attention.scaled_dot_product_attention",
+        kind="function", reference="encoder_course.attention.scaled_dot_product_attention", part=True,
         shape_hint="To swap only the last two dimensions use k.transpose(-2, -1) (k.T "
                    "and k.t() do something else for more than 2 dimensions).",
         mask_hint="The mask already lines up with the scores (..., L_q, L_k), keys last: use it "
@@ -64,17 +66,17 @@ _DECLARED = (
     ),
     Exercise(
         key="padding_mask", name="padding_mask", notebook="03_masks",
-        kind="function", reference="encoder_course.masks.padding_mask",
+        kind="function", reference="encoder_course.masks.padding_mask", part=True,
         shape_hint="Check which dimension each operation works on.",
     ),
     Exercise(
         key="causal_mask", name="causal_mask", notebook="03_masks",
-        kind="function", reference="encoder_course.masks.causal_mask",
+        kind="function", reference="encoder_course.masks.causal_mask", part=True,
         shape_hint="Check which dimension each operation works on.",
     ),
     Exercise(
         key="multi_head_attention", name="MultiHeadAttention", notebook="04_multi_head",
-        kind="class", reference="encoder_course.multi_head.MultiHeadAttention",
+        kind="class", reference="encoder_course.multi_head.MultiHeadAttention", part=True,
         uses=("scaled_dot_product_attention",),
         shape_hint="Take B and L from x.shape (never fixed numbers); split (B, L, d_model) into "
                    "(B, L, H, d_head) and transpose to (B, H, L, d_head); merge back with transpose(1, 2) "
@@ -84,21 +86,21 @@ _DECLARED = (
     ),
     Exercise(
         key="layer_norm", name="LayerNorm", notebook="05_residual_and_layernorm",
-        kind="class", reference="encoder_course.layer_norm.LayerNorm",
+        kind="class", reference="encoder_course.layer_norm.LayerNorm", part=True,
         shape_hint="Normalise over the last dimension whatever the rank of x (dim=-1, not a fixed number); "
                    "a mean or variance taken without keepdim=True no longer lines up with x: "
                    "x.mean(dim=-1, keepdim=True).",
     ),
     Exercise(
         key="feed_forward", name="FeedForward", notebook="06_feed_forward",
-        kind="class", reference="encoder_course.feed_forward.FeedForward",
+        kind="class", reference="encoder_course.feed_forward.FeedForward", part=True,
         shape_hint="The layer w1 maps d_model to d_ff and w2 maps d_ff back to d_model: apply w1 first, w2 last. "
                    "nn.Linear stores its weight as (out_features, in_features), so by hand it is "
                    "x @ w1.weight.T + w1.bias; simplest is to call self.w1(x).",
     ),
     Exercise(
         key="encoder_block", name="EncoderBlock", notebook="07_encoder_block",
-        kind="class", reference="encoder_course.block.EncoderBlock",
+        kind="class", reference="encoder_course.block.EncoderBlock", part=True,
         uses=("multi_head_attention", "layer_norm", "feed_forward"),
         shape_hint="The sublayers self.attn(x, mask) and self.ffn(x) both take and return (B, L, d_model); "
                    "check what you pass to each.",
@@ -107,7 +109,7 @@ _DECLARED = (
     ),
     Exercise(
         key="embeddings", name="Embeddings", notebook="08_stacking",
-        kind="class", reference="encoder_course.encoder.Embeddings",
+        kind="class", reference="encoder_course.encoder.Embeddings", part=True,
         uses=("sinusoidal_positions", "layer_norm"),
         shape_hint="self.token(token_ids) is (B, L, d_model). The position table has max_len rows and a "
                    "sequence of L = token_ids.shape[1] tokens takes its first L, table[:L], (L, d_model), which "
@@ -115,7 +117,7 @@ _DECLARED = (
     ),
     Exercise(
         key="encoder_stack", name="Encoder", notebook="08_stacking",
-        kind="class", reference="encoder_course.encoder.Encoder",
+        kind="class", reference="encoder_course.encoder.Encoder", part=True,
         uses=("embeddings", "encoder_block", "layer_norm"),
         shape_hint="self.embeddings(token_ids, token_type_ids) gives x (B, L, d_model), and every layer(x, mask) "
                    "takes and returns (B, L, d_model).",
@@ -125,7 +127,7 @@ _DECLARED = (
     ),
     Exercise(
         key="parameter_count", name="parameter_count", notebook="08_stacking",
-        kind="function", reference="encoder_course.counting.parameter_count",
+        kind="function", reference="encoder_course.counting.parameter_count", part=True,
         locked=("encoder_course.counting.analytic_parameter_counts", "encoder_course.counting.count_parameters",
                 "encoder_course.encoder.Encoder"),
         shape_hint="Count with plain Python ints from the config's fields (config.d_model, config.d_ff, "
@@ -133,7 +135,7 @@ _DECLARED = (
     ),
     Exercise(
         key="online_softmax_attention", name="online_softmax_attention", notebook="09_cost",
-        kind="function", reference="encoder_course.blockwise.online_softmax_attention",
+        kind="function", reference="encoder_course.blockwise.online_softmax_attention", part=True,
         shape_hint="Take one block of keys and values at a time, k[..., start:start + block_size, :] and "
                    "v[..., start:start + block_size, :]; keep the running max and sum with keepdim=True, "
                    "(..., L_q, 1), so they line up with the block's scores (..., L_q, block) and with the "
@@ -144,20 +146,20 @@ _DECLARED = (
     ),
     Exercise(
         key="mean_pool", name="mean_pool", notebook="10_training",
-        kind="function", reference="encoder_course.pooling.mean_pool",
+        kind="function", reference="encoder_course.pooling.mean_pool", part=True,
         shape_hint="hidden is (B, L, d) and mask (B, L): give the mask a trailing axis, mask[..., None] "
                    "(B, L, 1), so it lines up with hidden; sum over the tokens (dim=1) and divide by each "
                    "sequence's number of real tokens, kept as (B, 1) (keepdim=True).",
     ),
     Exercise(
         key="masked_token_loss", name="masked_token_loss", notebook="10_training",
-        kind="function", reference="encoder_course.training.masked_token_loss",
+        kind="function", reference="encoder_course.training.masked_token_loss", part=True,
         shape_hint="F.cross_entropy wants the classes on dim 1: pick the real tokens with logits[mask] "
                    "(N, C) and labels[mask] (N,), or flatten to (B * L, C) and (B * L,).",
     ),
     Exercise(
         key="rename_key", name="rename_key", notebook="11_pretrained",
-        kind="function", reference="encoder_course.interop.rename_key",
+        kind="function", reference="encoder_course.interop.rename_key", part=True,
         locked=("encoder_course.interop.name_map", "encoder_course.interop.checkpoint_state_dict"),
         shape_hint="key.split('.') gives the parts of a name: ['encoder', 'layer', '11', 'attention', "
                    "'self', 'query', 'weight']; the layer number is the third part.",

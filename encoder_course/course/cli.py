@@ -13,12 +13,13 @@ def main(argv: list[str] | None = None) -> int:
 
     student = sub.add_parser(
         "student",
-        help="regenerate the learner notebooks in notebooks/ from notebooks/solutions/",
+        help="regenerate the learner notebooks in notebooks/ from notebooks/solutions/, and README's course map",
         description="Write every notebooks/NN_*.ipynb from notebooks/solutions/NN_*.ipynb, replacing "
-        "each ### BEGIN SOLUTION ... ### END SOLUTION region with a NotImplementedError stub.",
+        "each ### BEGIN SOLUTION ... ### END SOLUTION region with a NotImplementedError stub, and README's "
+        "course map from the course manifest (encoder_course/course/manifest.py) and the exercise registry.",
     )
     student.add_argument("--check", action="store_true",
-                         help="write nothing; exit 1 and list the learner notebooks that are out of date")
+                         help="write nothing; exit 1 and list what is out of date")
     student.add_argument("--root", default=None,
                          help="repository root (default: the nearest folder with notebooks/solutions)")
 
@@ -139,18 +140,26 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _student(args) -> int:
+    from . import manifest
     from .learner_versions import MarkerError, find_root, regenerate, solution_notebooks
 
     try:
         root = find_root(args.root)
         changed, orphans = regenerate(root, check=args.check)
-    except (FileNotFoundError, MarkerError) as exc:
+        readme = root / "README.md"
+        if readme.exists():
+            if args.check:
+                if manifest.readme_map() not in readme.read_text(encoding="utf-8"):
+                    changed.append("README.md (its course map)")
+            elif manifest.rewrite_readme(root):
+                sys.stdout.write("Rewrote README's course map from the manifest.\n")
+    except (FileNotFoundError, MarkerError, ValueError) as exc:
         sys.stderr.write(f"encoder-course student: {exc}\n")
         return 2
     total = len(solution_notebooks(root))
     if args.check:
         if changed:
-            sys.stdout.write("These learner notebooks differ from what `encoder-course student` makes:\n")
+            sys.stdout.write("These files differ from what `encoder-course student` makes:\n")
             for name in changed:
                 sys.stdout.write(f"  {name}\n")
             sys.stdout.write("Run `encoder-course student` and commit the result.\n")

@@ -1,14 +1,14 @@
 """The quizzes: a short one at the end of every content notebook, and the review quiz of notebook 12.
 
-The questions live in ``encoder_course/course/quiz_bank/nbNN.py``, one module per notebook. In a bank
-the right option is always written first; no learner sees that order. Each learner gets every
-question's options in an order of their own (:func:`learner_seed`), so picking by position or always
-the same letter scores at chance, and the options of a question are written alike in length and form,
-so picking the longest one does too (``tests/test_quiz.py`` measures both). A question is scored on its
-first answer: the widget locks a question once it is answered and shows why the right option is right.
-The learner's own first answers (a session built without an explicit seed) are kept for as long as the
-kernel runs, by notebook and question, so running the quiz cell again shows them locked instead of
-offering a second first try; restarting the kernel starts afresh.
+The questions live in ``encoder_course/course/quiz_bank/<name>.py``, one module per notebook, named like
+it (``masks.py`` for ``03_masks``). In a bank the right option is always written first; no learner sees
+that order. Each learner gets every question's options in an order of their own (:func:`learner_seed`), so
+picking by position or always the same letter scores at chance, and the options of a question are written
+alike in length and form, so picking the longest one does too (``tests/test_quiz.py`` measures both). A
+question is scored on its first answer: the widget locks a question once it is answered and shows why the
+right option is right. The learner's own first answers (a session built without an explicit seed) are kept
+for as long as the kernel runs, by notebook and question, so running the quiz cell again shows them locked
+instead of offering a second first try; restarting the kernel starts afresh.
 
 All the logic is here, so it is tested without a browser; :func:`encoder_course.widgets.quiz` only
 displays a :class:`QuizSession`.
@@ -49,9 +49,10 @@ class Question:
 
 
 def bank_modules() -> dict[str, str]:
-    """Notebook number -> module name of its question bank, for every bank that exists."""
-    folder = Path(__file__).parent / "quiz_bank"
-    return {p.stem[2:]: p.stem for p in sorted(folder.glob("nb[0-9][0-9].py"))}
+    """Notebook number -> module of its question bank (``quiz_bank/<notebook name>.py``), for every bank that exists."""
+    from .manifest import NOTEBOOKS
+
+    return {nb.number: nb.module("quiz_bank") for nb in NOTEBOOKS if nb.module("quiz_bank")}
 
 
 def questions(notebook: str) -> tuple[Question, ...]:
@@ -60,7 +61,7 @@ def questions(notebook: str) -> tuple[Question, ...]:
     modules = bank_modules()
     if number not in modules:
         raise KeyError(f"no quiz for notebook {notebook!r}; there are quizzes for {', '.join(modules)}")
-    return importlib.import_module(f"{__package__}.quiz_bank.{modules[number]}").QUESTIONS
+    return importlib.import_module(modules[number]).QUESTIONS
 
 
 def learner_seed() -> str:

@@ -46,8 +46,10 @@ from pathlib import Path
 
 import nbformat
 
+from . import manifest
 from .learner_versions import BEGIN, END, find_root, solution_notebooks, stub_source
-from .notebook_tools import BRANCH, REPO_SLUG, REPO_URL
+from .manifest import binder_url, colab_url
+from .notebook_tools import BRANCH, REPO_URL
 from .quiz import bank_modules
 from .site_links import Linker
 from .site_quiz import quiz_html, quiz_number
@@ -69,28 +71,18 @@ class SiteError(RuntimeError):
 
 @dataclass(frozen=True)
 class Page:
-    """One notebook's page: what README's course map says about it, and its own title."""
+    """One notebook's page: what the course manifest says about it, and its own title."""
 
     stem: str  # "03_masks"
     title: str  # "03 · Masks", the notebook's first heading
     teaches: str = ""
-    reading: str = ""  # "25 min", or "" when README's map has no row for it
+    reading: str = ""  # "25 min", or "" for a notebook the manifest does not list
     exercises: str = ""
     download: str = ""  # the learner version's path in the site ("notebooks/03_masks.ipynb"), or ""
 
     @property
     def number(self) -> str:
         return self.stem[:2]
-
-
-def colab_url(stem: str) -> str:
-    """The learner version of notebook ``stem`` opened in Colab (as README's badges)."""
-    return f"https://colab.research.google.com/github/{REPO_SLUG}/blob/{BRANCH}/notebooks/{stem}.ipynb"
-
-
-def binder_url(stem: str) -> str:
-    """The learner version of notebook ``stem`` opened in JupyterLab on Binder (as README's badges)."""
-    return f"https://mybinder.org/v2/gh/{REPO_SLUG}/{BRANCH}?urlpath=lab/tree/notebooks/{stem}.ipynb"
 
 
 def repo_url(path: str) -> str:
@@ -111,30 +103,6 @@ def readme_sections(text: str) -> dict[str, str]:
         elif in_code or not (current == "" and line.startswith("# ")):
             sections[current].append(line)
     return {name: "\n".join(lines).strip() for name, lines in sections.items()}
-
-
-def _table_cells(line: str) -> list[str]:
-    return [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
-
-
-def course_map(readme_text: str) -> dict[str, dict[str, str]]:
-    """README's course map table, by notebook number: ``{"03": {"reading": "25 min", ...}}``.
-
-    The columns are found by their headings ("#", "what it teaches", "reading", "exercises"), so the
-    table may gain or reorder columns.
-    """
-    body = readme_sections(readme_text).get("Course map", "")
-    rows = [line for line in body.splitlines() if line.strip().startswith("|")]
-    if len(rows) < 3:
-        return {}
-    header = [cell.lower() for cell in _table_cells(rows[0])]
-    table = {}
-    for row in rows[2:]:
-        cells = dict(zip(header, _table_cells(row)))
-        number = cells.get("#", "")
-        if re.fullmatch(r"\d\d", number):
-            table[number] = cells
-    return table
 
 
 def _notebook_title(nb, stem: str) -> str:
@@ -419,7 +387,7 @@ def write_sources(root: Path, src: Path) -> Prepared:
     """Write the Sphinx project (pages, conf.py, static files) into ``src``; return what was collected."""
     readme_path = root / "README.md"
     readme_text = readme_path.read_text(encoding="utf-8") if readme_path.exists() else ""
-    readme, table = readme_sections(readme_text), course_map(readme_text)
+    readme = readme_sections(readme_text)
     collected = Prepared(nbformat.v4.new_notebook())
     paths, pages = solution_notebooks(root), []
     if not paths:
@@ -430,12 +398,13 @@ def write_sources(root: Path, src: Path) -> Prepared:
     downloads.mkdir(parents=True)
     for path in paths:
         nb = notebooks[path.stem]
-        row = table.get(path.stem[:2], {})
+        listed = next((m for m in manifest.NOTEBOOKS if m.stem == path.stem), None)
         learner = root / "notebooks" / path.name
         if learner.exists():
             shutil.copy(learner, downloads / path.name)
-        page = Page(path.stem, _notebook_title(nb, path.stem), row.get("what it teaches", ""),
-                    row.get("reading", ""), row.get("exercises", ""),
+        page = Page(path.stem, _notebook_title(nb, path.stem), listed.teaches if listed else "",
+                    f"{listed.reading_min} min" if listed else "",
+                    ", ".join(f"`{ex.name}`" for ex in listed.exercises) if listed else "",
                     f"notebooks/{path.name}" if learner.exists() else "")
         prepared = prepare_notebook(nb, page, linker)
         nbformat.write(prepared.nb, src / path.name)

@@ -6,6 +6,12 @@ import math
 
 from .style import COLOURS, describe_range, finish, label_axes, new_figure, to_numpy, token_ticks
 
+#: What the notebooks reach as ``plots.<name>``.
+__all__ = [
+    "attention_row_bars", "attention_weights_heatmap", "qk_variance_by_dk", "query_gradient_spread",
+    "softmax_saturation",
+]
+
 
 def qk_variance_by_dk(d_ks, raw_variances, scaled_variances):
     """Log-log plot of the variance of ``q . k`` against d_k, raw and divided by sqrt(d_k).

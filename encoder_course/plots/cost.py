@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from .style import COLOURS, CYCLE, finish, label_axes, new_figure, new_or_given_axes
 
+#: What the notebooks reach as ``plots.<name>``.
+__all__ = ["attention_peak_memory_vs_length", "attention_time_vs_length", "cost_overview", "layer_flops_vs_length"]
+
 _COST_LABELS = {
     "projections": "Q, K, V, O projections (8Ld²)",
     "scores": "QKᵀ (2L²d)",

@@ -6,6 +6,9 @@ from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 
 from .style import COLOURS, finish, new_figure, tint
 
+#: What the notebooks reach as ``plots.<name>``.
+__all__ = ["draw_encoder_block", "draw_post_and_pre_ln"]
+
 # The map is laid out in points of a reference axes of MAP_SIZE inches; its text is MAP_FONT pt there
 # (13 px at 80 dpi, 10 pt on a screen). Drawn into a smaller axes, the text shrinks with it.
 MAP_SIZE = (4.7, 7.0)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from .style import COLOURS, finish, label_axes, new_figure, series_colour, to_numpy
 
+#: What the notebooks reach as ``plots.<name>``.
+__all__ = ["activation_curves", "key_value_memory", "position_mixing_maps"]
+
 
 def activation_curves(x, curves: dict, title: str = "Activation functions and their derivatives"):
     """Two panels: each activation ``s(x)`` and its derivative ``s'(x)``.

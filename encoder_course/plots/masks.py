@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from .style import COLOURS, describe_range, finish, label_axes, new_figure, to_numpy, token_ticks
 
+#: What the notebooks reach as ``plots.<name>``.
+__all__ = ["drift_vs_padding", "mask_grid", "padding_drift_figure"]
+
 
 def mask_grid(masks, titles, tokens=None):
     """Show bool masks side by side (dark = may attend).

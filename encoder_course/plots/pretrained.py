@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from .style import COLOURS, finish, label_axes, new_figure, to_numpy
 
+#: What the notebooks reach as ``plots.<name>``.
+__all__ = ["real_attention_figure", "similarity_by_pooling", "similarity_heatmap"]
+
 
 def similarity_heatmap(similarity, labels, title: str = "Cosine similarity of sentence embeddings"):
     """Heatmap of an ``(N, N)`` cosine-similarity matrix with the values written in.

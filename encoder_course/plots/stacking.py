@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from .style import COLOURS, finish, label_axes, new_figure
 
+#: What the notebooks reach as ``plots.<name>``.
+__all__ = ["config_error_figure", "parameter_breakdown"]
+
 _COMPONENTS = (("embeddings", "embeddings"), ("attention", "attention"), ("feed_forward", "feed-forward"),
                ("norms", "LayerNorms"), ("other", "other (pooler, heads)"))
 

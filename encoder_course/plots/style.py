@@ -31,6 +31,9 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
+#: What the notebooks reach as ``plots.<name>``.
+__all__ = ["alt_text"]
+
 DPI = 80  # every figure's dots per inch, given per figure (never through rcParams)
 
 # Okabe & Ito (2008), "Color Universal Design": eight colours told apart with every common colour-vision deficiency.

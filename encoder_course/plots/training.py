@@ -7,6 +7,12 @@ from matplotlib.patches import Rectangle
 
 from .style import COLOURS, finish, label_axes, new_figure, new_or_given_axes, series_colour, to_numpy, token_ticks
 
+#: What the notebooks reach as ``plots.<name>``.
+__all__ = [
+    "accuracy_vs_padding", "norm_placement_training", "predictions_by_padding", "trained_attention_maps",
+    "training_accuracy_curves", "training_loss_curves",
+]
+
 
 def _moving_average(values, window: int):
     """Trailing mean over ``window`` points (NaN-safe enough for plotting: NaN stays NaN)."""

@@ -9,6 +9,9 @@ import torch
 from .. import plots
 from ._display import showing
 
+#: What the notebooks reach as ``widgets.<name>``.
+__all__ = ["ATTENTION_SCALE_D_KS", "ATTENTION_SCALE_EXPONENTS", "attention_scale_view", "explore_attention_scale"]
+
 ATTENTION_SCALE_EXPONENTS = tuple(range(-6, 1))  # scale = 2**e: 1/64 ... 1
 ATTENTION_SCALE_D_KS = (16, 64, 256, 1024)
 

@@ -8,6 +8,9 @@ from .. import plots
 from ..cost import crossover_length, layer_flops, measured_layer_flops, score_bytes
 from ._display import show_figure
 
+#: What the notebooks reach as ``widgets.<name>``.
+__all__ = ["COST_D_MODELS", "COST_LENGTHS", "cost_view", "explore_cost"]
+
 COST_LENGTHS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 COST_D_MODELS = (384, 768, 1024)
 

@@ -6,6 +6,9 @@ from .. import plots
 from ..padding_drift import PADDING_MAX, PADDING_SENTENCE, padded_outputs, worst_drift
 from ._display import show_figure
 
+#: What the notebooks reach as ``widgets.<name>``.
+__all__ = ["explore_padding", "padding_view"]
+
 
 def padding_view(use_mask: bool, pad_length: int, seed: int = 0):
     """Callback of :func:`explore_padding`: attention heatmap and the real tokens' drift.

@@ -6,6 +6,9 @@ from __future__ import annotations
 from .. import plots
 from ._display import show_figure
 
+#: What the notebooks reach as ``widgets.<name>``.
+__all__ = ["REAL_ATTENTION_SENTENCES", "explore_real_attention", "real_attention_view"]
+
 REAL_ATTENTION_SENTENCES = (
     "The bank approved it",
     "We sat on the bank of the river.",

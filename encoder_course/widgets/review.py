@@ -6,6 +6,9 @@ import html
 
 from ..course.quiz import LETTERS, QuizSession
 
+#: What the notebooks reach as ``widgets.<name>``.
+__all__ = ["quiz", "quiz_view"]
+
 _COLOURS = {True: "#1a7f37", False: "#b42318"}
 _MARKS = {True: "✓ ", False: "✗ "}  # a mark as well as a colour, never colour alone
 

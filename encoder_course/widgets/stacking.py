@@ -8,6 +8,12 @@ from ..counting import analytic_parameter_counts
 from ..encoder import EncoderConfig
 from ._display import showing
 
+#: What the notebooks reach as ``widgets.<name>``.
+__all__ = [
+    "CONFIG_D_MODELS", "CONFIG_FF_RATIOS", "CONFIG_HEADS", "CONFIG_LAYERS", "CONFIG_VOCABS", "config_view",
+    "explore_config",
+]
+
 CONFIG_LAYERS = (1, 6, 12, 24)
 CONFIG_D_MODELS = (256, 384, 768, 1024)
 CONFIG_HEADS = (4, 8, 12, 16)

@@ -32,23 +32,7 @@ from encoder_course.course import budgets
 CHECK_CEILING_S = budgets.CHECK_BUDGET_S * budgets.HANG_FACTOR
 
 #: What each checker prints when the answer is right (the line the self-check and the grader look for).
-PASS_LINES = {
-    checks.check_sinusoidal_positions: "✓ sinusoidal_positions: all checks passed",
-    checks.check_scaled_dot_product_attention: "✓ scaled_dot_product_attention: all checks passed",
-    checks.check_padding_mask: "✓ padding_mask: all checks passed",
-    checks.check_causal_mask: "✓ causal_mask: all checks passed",
-    checks.check_multi_head_attention: "✓ multi_head_attention: all checks passed",
-    checks.check_layer_norm: "✓ layer_norm: all checks passed",
-    checks.check_feed_forward: "✓ feed_forward: all checks passed",
-    checks.check_encoder_block: "✓ encoder_block: all checks passed",
-    checks.check_embeddings: "✓ embeddings: all checks passed",
-    checks.check_encoder_stack: "✓ encoder_stack: all checks passed",
-    checks.check_parameter_count: "✓ parameter_count: all checks passed",
-    checks.check_online_softmax_attention: "✓ online_softmax_attention: all checks passed",
-    checks.check_mean_pool: "✓ mean_pool: all checks passed",
-    checks.check_masked_token_loss: "✓ masked_token_loss: all checks passed",
-    checks.check_rename_key: "✓ rename_key: all checks passed",
-}
+PASS_LINES = {checks.CHECKERS[key]: f"✓ {key}: all checks passed" for key in checks.EXERCISES}
 
 
 class Catalogue:
@@ -80,14 +64,14 @@ class Catalogue:
         return pytest.mark.parametrize("checker, candidate", [(r[1], r[2]) for r in self.right],
                                        ids=[r[0] for r in self.right])
 
-    def tests(self, wrong: int, right: int):
-        """The three tests of a catalogue file: its size, each wrong answer named, each right one passing.
+    def tests(self):
+        """The three tests of a catalogue file: its cases well formed, each wrong answer named, each right one passing.
 
-        Use as ``test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes =
-        CATALOGUE.tests(...)`` so pytest collects them from the catalogue's own file.
+        Use as ``test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes =
+        CATALOGUE.tests()`` so pytest collects them from the catalogue's own file.
         """
-        def test_catalogue_sizes():
-            self.assert_sizes(wrong, right)
+        def test_catalogue_cases():
+            self.assert_cases()
 
         @pytest.mark.filterwarnings("ignore")
         @self.wrong_params()
@@ -99,11 +83,11 @@ class Catalogue:
         def test_right_answer_passes(checker, candidate, capsys):
             assert_passes(checker, candidate, capsys)
 
-        return test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes
+        return test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes
 
-    def assert_sizes(self, wrong: int, right: int):
-        """Exactly the cases counted (README counts them too), each with its own id, all of this exercise."""
-        assert (len(self.wrong), len(self.right)) == (wrong, right)
+    def assert_cases(self):
+        """Wrong and right answers for every checker of the exercise, each case with its own id."""
+        assert self.wrong and self.right
         ids = [w[0] for w in self.wrong] + [r[0] for r in self.right]
         assert len(set(ids)) == len(ids), "every candidate needs its own id"
         assert {w[1] for w in self.wrong} == set(self.checkers) == {r[1] for r in self.right}

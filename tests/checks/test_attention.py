@@ -683,4 +683,4 @@ def sdpa_hf(q, k, v, mask=None):
     return torch.matmul(w, v), w
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=62, right=19)
+test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()

@@ -321,4 +321,4 @@ def on_while(q, k, v, mask=None, block_size=4):
     return out
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=27, right=6)
+test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()

@@ -200,7 +200,7 @@ def _layer(d, f, activation):
     return 4 * (d * d + d) + matrices * d * f + (matrices - 1) * f + d + 4 * d
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=30, right=6)
+test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()
 
 
 def test_the_checker_counts_what_count_parameters_finds_on_the_built_models():

@@ -140,4 +140,4 @@ def mp_double(hidden, mask):
     return ((h * keep).sum(1) / keep.sum(1).clamp(min=1)).to(hidden.dtype)
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=22, right=6)
+test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()

@@ -378,4 +378,4 @@ def pe_where(L, d):
     return torch.where(cols % 2 == 0, torch.sin(ang), torch.cos(ang))
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=34, right=13)
+test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()

@@ -22,6 +22,7 @@ CHECKERS = {name: getattr(checks, name) for name in checks.__all__ if name.start
 def test_each_exercise_is_declared_once():
     declared = registry._DECLARED
     assert len({ex.key for ex in declared}) == len({ex.name for ex in declared}) == len(declared) == len(EXERCISES)
+    assert all(isinstance(ex, registry.Exercise) for ex in declared)
     assert list(EXERCISES.values()) == list(declared)
     with pytest.raises(ValueError, match="declared twice"):
         registry._index(declared + (declared[0],))
@@ -57,7 +58,30 @@ def test_an_unknown_exercise_is_an_error():
         def check_triangle(fn):
             pass
     with pytest.raises(ValueError, match="kind"):
-        registry.Exercise("x", "X", "00_start_here", "module", "encoder_course.X", "")
+        registry.Exercise("x", "X", "00_start_here", "module", "encoder_course.X", "", part=False)
+
+
+def test_whether_an_exercise_is_a_part_is_said_for_each_one():
+    """No default: a new exercise that forgets to say is an error, not silently a part of the learner's encoder."""
+    with pytest.raises(TypeError, match="part"):
+        registry.Exercise("x", "X", "00_start_here", "function", "encoder_course.X", "a hint")
+    assert all(isinstance(ex.part, bool) for ex in EXERCISES.values())
+
+
+def test_each_exercise_belongs_to_a_notebook_of_the_manifest_in_course_order():
+    from encoder_course.course import manifest
+
+    order = [manifest.notebook(ex.notebook).number for ex in EXERCISES.values()]
+    assert order == sorted(order)
+    assert {ex.key for nb in manifest.NOTEBOOKS for ex in nb.exercises} == set(EXERCISES)
+
+
+def test_checkers_are_found_in_their_files_and_exported_by_key():
+    """Each checker file registers its checkers; the package exports check_<key> for every registry entry."""
+    assert checks.__all__[:5] == ["EXERCISES", "ExerciseError", "TIME_LIMIT", "Verdict", "verdict"]
+    assert checks.__all__[5:] == [f"check_{key}" for key in EXERCISES]
+    with pytest.raises(AttributeError):
+        checks.check_attention  # noqa: B018 (not an exercise)
 
 
 def test_the_shape_hint_comes_from_the_registry():
@@ -80,6 +104,14 @@ def test_every_exercise_has_its_catalogue_named_like_its_checker_file():
 def test_import_encoder_course_loads_neither_checks_nor_plotting():
     code = ("import sys, encoder_course; "
             "assert 'encoder_course.checks' not in sys.modules and 'matplotlib' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_registry_and_the_manifest_load_no_torch():
+    """The site, the CLI and README's map read the exercises without loading torch or any checker."""
+    code = ("import sys\nfrom encoder_course.course import manifest\n"
+            "assert [ex.key for ex in manifest.notebook('03').exercises] == ['padding_mask', 'causal_mask']\n"
+            "assert 'torch' not in sys.modules and 'encoder_course.checks._run' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -152,7 +152,7 @@ def ml_nll(logits, labels, mask):
     return (torch.where(mask, per, 0.0).sum() / mask.sum()).to(logits.dtype)
 
 
-test_catalogue_sizes, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests(wrong=24, right=6)
+test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()
 
 
 def test_the_reference_is_the_mean_over_real_tokens_and_checks_its_inputs():

@@ -6,6 +6,9 @@ from .. import plots
 from ..positions import sinusoidal_positions
 from ._display import showing
 
+#: What the notebooks reach as ``widgets.<name>``.
+__all__ = ["POSITIONS_D_MODELS", "POSITIONS_SEQ_LEN", "POSITIONS_STEP", "explore_positions", "positions_view"]
+
 POSITIONS_D_MODELS = (8, 16, 32, 64, 128, 256)
 POSITIONS_SEQ_LEN = 64
 POSITIONS_STEP = 9  # the position slider moves in steps of 9: 0, 9, ..., 63

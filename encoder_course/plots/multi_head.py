@@ -8,6 +8,9 @@ import numpy as np
 
 from .style import COLOURS, CYCLE, finish, label_axes, new_figure, to_numpy, token_ticks
 
+#: What the notebooks reach as ``plots.<name>``.
+__all__ = ["head_maps", "head_view_figure", "score_rank_plot"]
+
 
 def head_maps(weights, tokens=None, highlight=None, title="Attention weights of every head"):
     """One small heatmap per head.

@@ -7,6 +7,9 @@ from .. import plots
 from ..gradient_flow import mean_placement_profile
 from ._display import showing
 
+#: What the notebooks reach as ``widgets.<name>``.
+__all__ = ["NORM_PLACEMENT_DEPTHS", "explore_norm_placement", "norm_placement_view"]
+
 NORM_PLACEMENT_DEPTHS = tuple(range(2, 25, 2))  # the depth slider: 2, 4, ..., 24
 NORM_PLACEMENT_STACKS = 5  # random stacks averaged per picture: one stack's profile is noisy
 

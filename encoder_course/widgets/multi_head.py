@@ -6,6 +6,9 @@ from .. import plots
 from ..head_maps import HEAD_COUNT, HEAD_LAYERS, HEAD_SENTENCES, head_weights
 from ._display import show_figure
 
+#: What the notebooks reach as ``widgets.<name>``.
+__all__ = ["explore_heads", "heads_view"]
+
 
 def heads_view(head: int, sentence: str = HEAD_SENTENCES[0], layer: int = 0, seed: int = 0):
     """Callback of :func:`explore_heads`: one head's attention map and every head's entropy.

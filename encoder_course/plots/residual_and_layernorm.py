@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from .style import COLOURS, CYCLE, describe_range, finish, label_axes, new_figure, series_colour
 
+#: What the notebooks reach as ``plots.<name>``.
+__all__ = ["gradient_norm_per_layer", "gradient_ratio_vs_depth", "layer_norm_variants", "toy_loss_curves"]
+
 _MARKERS = "osd^v<>"
 
 

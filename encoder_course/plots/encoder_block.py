@@ -5,6 +5,9 @@ from __future__ import annotations
 from .encoder_map import MAP_SIZE, MAP_TITLE_ROOM, draw_encoder_block
 from .style import COLOURS, blank_figure, describe_range, finish, label_axes, new_figure
 
+#: What the notebooks reach as ``plots.<name>``.
+__all__ = ["norm_placement_curves", "norm_placement_panel"]
+
 
 def _placement(norm_first) -> str:
     return "pre-LN" if norm_first else "post-LN"

@@ -7,6 +7,9 @@ from .. import plots
 from ..gradient_flow import residual_stack_gradient_norms
 from ._display import showing
 
+#: What the notebooks reach as ``widgets.<name>``.
+__all__ = ["RESIDUAL_DEPTHS", "explore_residual_depth", "residual_depth_view"]
+
 RESIDUAL_DEPTHS = (1, 2, 4, 8, 12, 16, 24, 32, 48)  # the depth slider's values
 
 

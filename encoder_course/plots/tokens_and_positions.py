@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from .style import COLOURS, PALETTE, describe_range, finish, label_axes, new_figure, series_colour, to_numpy
 
+#: What the notebooks reach as ``plots.<name>``.
+__all__ = ["position_offset_similarity", "position_table_heatmap", "position_wavelengths", "positions_panel"]
+
 # One colour per width, so a width keeps its colour in the static figure and in the explorer (notebook 01).
 D_MODEL_COLOURS = {8: PALETTE["sky_blue"], 16: PALETTE["blue"], 32: PALETTE["purple"], 64: PALETTE["orange"],
                    128: PALETTE["black"], 256: PALETTE["green"]}
