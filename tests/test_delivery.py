@@ -111,3 +111,15 @@ def test_readme_counts_the_checker_catalogues():
     slowest = float(times._SLOWEST.search(" ".join(block.split())).group(1))
     assert block.strip() == times.readme_figure(slowest).strip(), (
         f"README's figure for the catalogues is out of date ({counts()}): run python tests/checks/times.py --readme")
+
+
+def test_the_version_is_kept_in_one_place():
+    """pyproject.toml reads the version from the package, so the wheel and ``encoder_course.__version__`` agree."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    import encoder_course
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "encoder_course.__version__"}
+    assert re.fullmatch(r"\d+\.\d+\.\d+", encoder_course.__version__)
