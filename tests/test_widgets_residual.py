@@ -21,8 +21,15 @@ def test_residual_depth_view_every_combination(depth, residual):
         plt.close(fig)
 
 
-def test_explore_residual_depth_builds():
+def test_explore_residual_depth_offers_the_tested_grid_and_draws_what_it_shows():
     pytest.importorskip("ipywidgets")
-    w = widgets.explore_residual_depth()
-    plt.close("all")
-    assert w is not None
+    explorer = widgets.explore_residual_depth()
+    try:
+        controls = {c.description: c for c in explorer.children[:-1]}
+        assert tuple(controls["layers"].options) == widgets.RESIDUAL_DEPTHS and controls["layers"].value == 12
+        assert [value for _, value in controls["residual"].options] == [True, False]
+        controls["layers"].value, controls["residual"].value = widgets.RESIDUAL_DEPTHS[0], False
+        explorer.update()  # what a learner's change of the controls calls
+        assert explorer.kwargs == {"depth": widgets.RESIDUAL_DEPTHS[0], "residual": False}
+    finally:
+        plt.close("all")
