@@ -19,8 +19,9 @@ with it, or any stored output that holds such source) loses its outputs, and a m
 labels it as a spoiler, to run after the exercise's check passes (:func:`spoiled_exercises`).
 
 Everything else (other cells, metadata, cell ids, stored outputs) is kept as it is. The output is
-written with ``nbformat`` and is the same byte for byte on every run, so a test can compare the
-committed learner versions with what :func:`learner_text` produces.
+written in the course's stable form (:func:`.notebook_tools.notebook_text`) and is the same byte for
+byte on every run, so a test can compare the committed learner versions with what :func:`learner_text`
+produces.
 """
 
 from __future__ import annotations
@@ -239,7 +240,6 @@ def learner_notebook(nb: nbformat.NotebookNode, where: str = "notebook") -> nbfo
         spoiled = spoiled_exercises(cell)
         if spoiled:
             cell["outputs"], cell["execution_count"] = [], None
-            cell.get("metadata", {}).pop("execution", None)
             note = nbformat.v4.new_markdown_cell(spoiler_note(spoiled, notebook))
             note["id"] = f"{cell.get('id') or index}-spoiler"[:64]
             cells.insert(len(cells) - 1, note)
@@ -250,7 +250,6 @@ def learner_notebook(nb: nbformat.NotebookNode, where: str = "notebook") -> nbfo
         source = cell.get("source", "")
         if cell_role(cell) in ("exercise", "check") or "yours." in source or "checks.check_" in source:
             cell["outputs"], cell["execution_count"] = [], None
-            cell.get("metadata", {}).pop("execution", None)
         if cell_role(cell) == "check":
             lines = cell["source"].split("\n")
             cell["source"] = "\n".join(line for line in lines if line.strip() != CHECK_OUTPUT_MARKER)
@@ -260,10 +259,10 @@ def learner_notebook(nb: nbformat.NotebookNode, where: str = "notebook") -> nbfo
 
 def learner_text(solution_path: str | Path) -> str:
     """The exact text of the learner version of the solution notebook at ``solution_path``."""
+    from .notebook_tools import notebook_text, read_notebook
+
     path = Path(solution_path)
-    nb = nbformat.read(path, as_version=4)
-    text = nbformat.writes(learner_notebook(nb, path.name))
-    return text if text.endswith("\n") else text + "\n"  # as nbformat.write does
+    return notebook_text(learner_notebook(read_notebook(path), path.name))
 
 
 def find_root(start: str | Path | None = None) -> Path:

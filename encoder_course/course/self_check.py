@@ -65,11 +65,6 @@ def check_notebook(notebook: str, timeout: float = 600.0, out=None) -> int:
     return 0 if failures == 0 else 1
 
 
-def _may_raise(cell) -> bool:
-    """A cell tagged ``raises-exception`` (Jupyter's and nbval's tag) may end in an error."""
-    return "raises-exception" in (cell.get("metadata", {}).get("tags") or [])
-
-
 def _next_with_exercises(path: Path) -> Path | None:
     """The first notebook after ``path`` in its folder that has an exercise, or None."""
     import nbformat
@@ -86,13 +81,15 @@ def _next_with_exercises(path: Path) -> Path | None:
 
 def _report_without_exercises(path: Path, nb, run, out) -> int:
     """For a notebook with no exercise: say so, say whether every cell ran, and where the exercises start."""
+    from .kernel_run import may_raise
+
     code = [(i, c) for i, c in enumerate(nb.cells) if c.get("cell_type") == "code"]
     problems = []
     if run.stop_reason is not None:
         problems.append(f"✗ the run stopped ({run.stop_reason}) in cell {run.stopped_at}")
     for index, cell in code:
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        if errors and not _may_raise(cell):
+        if errors and not may_raise(cell):
             first = (errors[0].get("evalue") or "").splitlines()
             problems.append(f"✗ cell {index} raised {errors[0].get('ename', 'an error')}"
                             + (f": {first[0]}" if first else ""))
