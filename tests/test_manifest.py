@@ -77,3 +77,10 @@ def test_an_unknown_notebook_or_a_bad_entry_is_an_error():
         manifest._index(NOTEBOOKS + (NOTEBOOKS[0],))
     with pytest.raises(ValueError, match="snake_case"):
         manifest.Notebook("3", "Masks", "Masks", "", 10)
+
+
+def test_the_budgets_come_from_the_manifest():
+    from encoder_course.course import budgets
+
+    assert budgets.budget_seconds("10_training.ipynb") == manifest.notebook("10").budget_s == 120.0
+    assert {budgets.budget_seconds(nb.stem) for nb in NOTEBOOKS if nb.number != "10"} == {60.0}

@@ -3,8 +3,8 @@
 ``encoder-course budgets`` runs every notebook (solution and learner versions) top to bottom, one at a
 time, each in a fresh kernel, and records its wall time and the kernel's peak memory with the
 machine's description (CPU, cores, load) in ``budgets.json`` at the repository root; ``--readme``
-also rewrites README's table from that file. The budgets themselves: 60 s per notebook (training
-120 s) on a 2-core machine, kernel memory under 2 GB (Binder's limit).
+also rewrites README's table from that file. The budgets themselves: each notebook's ``budget_s`` in the
+course manifest, 60 s (training 120 s) on a 2-core machine, and kernel memory under 2 GB (Binder's limit).
 
 The default test run does not assert these budgets, which depend on the machine and on its load: it
 bounds the kernel's *processor* time by :data:`CEILING_FACTOR` times the recorded wall time (at least
@@ -24,8 +24,6 @@ import re
 import sys
 from pathlib import Path
 
-BUDGET_S = 60.0
-TRAINING_BUDGET_S = 120.0
 MEMORY_LIMIT = 2 * 1024**3  # Binder's limit
 CEILING_FACTOR = 10.0
 CEILING_MIN_S = 120.0
@@ -37,8 +35,10 @@ README_END = "<!-- budgets:end -->"
 
 
 def budget_seconds(name: str) -> float:
-    """The time budget of a notebook, by its file name."""
-    return TRAINING_BUDGET_S if "training" in name else BUDGET_S
+    """The time budget of a notebook (its manifest entry's ``budget_s``), by its number, name or file name."""
+    from .manifest import notebook
+
+    return notebook(name).budget_s
 
 
 def ceiling_seconds(name: str, recorded: dict | None) -> float:
@@ -89,13 +89,12 @@ def measure(root: Path, names=None, versions=("solutions", "learner"), out=sys.s
     import nbformat
 
     from .kernel_run import run_notebook
+    from .manifest import select
 
     record = {"machine": machine(), "notebooks": {}}
-    folders = {"solutions": root / "notebooks" / "solutions", "learner": root / "notebooks"}
     for version in versions:
-        for path in sorted(folders[version].glob("[0-9][0-9]_*.ipynb")):
-            if names and not any(n in path.stem for n in names):
-                continue
+        for listed in select(names):
+            path = listed.solution(root) if version == "solutions" else listed.learner(root)
             nb = nbformat.read(path, as_version=4)
             with tempfile.TemporaryDirectory() as workspace:
                 os.environ["ENCODER_COURSE_WORKSPACE"] = str(Path(workspace) / "my_encoder")
