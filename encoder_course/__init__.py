@@ -27,7 +27,7 @@ _SOURCES = {
     "LayerNorm": "layer_norm",
     "FeedForward": "feed_forward",
     "EncoderBlock": "block",
-    "Embeddings": "encoder", "Encoder": "encoder", "EncoderConfig": "encoder",
+    "Embeddings": "encoder", "Encoder": "encoder", "EncoderConfig": "encoder", "EncoderParts": "encoder",
     "mean_pool": "pooling",
     "chunked_attention": "blockwise", "online_softmax_attention": "blockwise",
     "count_parameters": "counting",

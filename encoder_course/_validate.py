@@ -79,6 +79,73 @@ def require_probability(name: str, value) -> None:
         raise ValueError(f"{name} must be in [0, 1), got {value}")
 
 
+def require_bool(name: str, value) -> None:
+    """Raise ``TypeError`` unless ``value`` is exactly True or False (not 0, 1 or "yes")."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+
+
+def require_non_negative_int(name: str, value) -> None:
+    """Raise unless ``value`` is an int of zero or more (a count that may be none)."""
+    require_int(name, value)
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+
+
+def require_choice(name: str, value, choices: tuple) -> None:
+    """Raise ``ValueError`` unless ``value`` is one of ``choices`` (an activation, a kind of positions)."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+#: How attention and LayerNorm are computed: PyTorch's fused kernels, or the course's step-by-step code.
+IMPLEMENTATIONS = ("fused", "eager")
+
+
+def require_implementation(implementation) -> None:
+    """Raise unless ``implementation`` is ``"fused"`` (PyTorch's kernels) or ``"eager"`` (step by step)."""
+    if implementation not in IMPLEMENTATIONS:
+        raise ValueError(f"implementation must be one of {IMPLEMENTATIONS} (\"fused\": PyTorch's fused kernels, "
+                         f"\"eager\": the course's step-by-step code), got {implementation!r}")
+
+
+def require_callable(name: str, value) -> None:
+    """Raise ``TypeError`` unless ``value`` can be called (a function or a class given as a part)."""
+    if not callable(value):
+        raise TypeError(f"{name} must be a function or a class, got {type(value).__name__} ({value!r})")
+
+
+def require_even(name: str, value: int, purpose: str) -> None:
+    """Raise unless ``value`` is even (``purpose`` says what needs pairs)."""
+    if value % 2:
+        raise ValueError(f"{name} must be even for {purpose}, got {value}")
+
+
+def require_token_id(name: str, value, vocab_size: int) -> None:
+    """Raise unless ``value`` is an int token id in ``[0, vocab_size)``."""
+    require_int(name, value)
+    if not 0 <= value < vocab_size:
+        raise ValueError(f"{name} must be a token id in [0, {vocab_size}), got {value}")
+
+
+def require_token_types_allowed(token_type_ids, type_vocab_size: int) -> None:
+    """Raise when token types are given to an encoder whose config has none."""
+    if token_type_ids is not None and not type_vocab_size:
+        raise ValueError("token_type_ids were given, but this config has no token types (type_vocab_size=0)")
+
+
+def require_rotary_input(x, positions) -> None:
+    """Raise unless ``x`` is a float ``(..., L, d)`` with an even ``d`` and ``positions`` (if given) is ``(L,)``."""
+    require_tensor("x", x, floating=True)
+    if x.dim() < 2 or x.shape[-1] % 2:
+        raise ValueError(f"x must have shape (..., L, d) with an even d for rotary pairs, got {tuple(x.shape)}")
+    if positions is not None:
+        require_tensor("positions", positions)
+        length = x.shape[-2]
+        if positions.shape != (length,):
+            raise ValueError(f"positions must have shape (L,) = ({length},), got {tuple(positions.shape)}")
+
+
 def require_divisible(d_model: int, n_heads: int) -> None:
     """Raise unless the heads split ``d_model`` evenly."""
     require_positive_int("d_model", d_model)

@@ -1,4 +1,4 @@
-"""CPU benchmark: our encoder stack (fast and step-by-step paths) against ``nn.TransformerEncoder``.
+"""CPU benchmark: our encoder stack (fused and eager, step-by-step, implementations) against ``nn.TransformerEncoder``.
 
 Run ``python -m encoder_course.bench``. Twelve BERT-base layers (768 wide, 12 heads, 3072 FFN,
 GELU, post-LN) are timed on the same input, forward pass only, in ``torch.inference_mode()`` and
@@ -15,6 +15,7 @@ import statistics
 import torch
 from torch import nn
 
+from ._validate import require_implementation
 from .block import EncoderBlock
 from .interop import to_torch_encoder
 from .timing import time_fn
@@ -24,15 +25,15 @@ SHAPES = ((8, 128), (1, 512))
 
 
 def build_stacks(d_model=768, n_heads=12, d_ff=3072, n_layers=12, eps=1e-12, seed=0):
-    """Our blocks (fast), the same blocks on the step-by-step path, and torch's encoder, one set of weights.
+    """Our blocks (fused), the same blocks on the step-by-step (eager) path, and torch's encoder, one set of weights.
 
     Returns:
-        ``(ours_fast, ours_naive, torch_encoder)``, all in eval mode; ``ours_naive`` shares its
-        parameters with ``ours_fast`` (same modules, attention and LayerNorm switched to the step-by-step path).
+        ``(blocks, torch_encoder)``, both in eval mode; :func:`run_stack` switches the blocks' attention and
+        LayerNorm between the ``"fused"`` and ``"eager"`` implementations (same modules, same parameters).
     """
     torch.manual_seed(seed)
     blocks = nn.ModuleList(
-        EncoderBlock(d_model, n_heads, d_ff, dropout=0.1, activation="gelu", eps=eps, fast=True)
+        EncoderBlock(d_model, n_heads, d_ff, dropout=0.1, activation="gelu", eps=eps, implementation="fused")
         for _ in range(n_layers)
     ).eval()
     # Randomise the norms too, so a wrong copy of gamma/beta would show.
@@ -45,10 +46,11 @@ def build_stacks(d_model=768, n_heads=12, d_ff=3072, n_layers=12, eps=1e-12, see
     return blocks, theirs
 
 
-def run_stack(blocks, x, fast: bool):
-    """Run our blocks in order on ``x`` with attention and LayerNorm on the fast or step-by-step path."""
+def run_stack(blocks, x, implementation: str):
+    """Run our blocks in order on ``x`` with attention and LayerNorm ``"fused"`` or ``"eager"`` (step by step)."""
+    require_implementation(implementation)
     for block in blocks:
-        block.attn.fast = block.norm1.fast = block.norm2.fast = fast
+        block.attn.implementation = block.norm1.implementation = block.norm2.implementation = implementation
     for block in blocks:
         x = block(x)  # (B, L, d_model)
     return x
@@ -70,23 +72,23 @@ def benchmark(shapes=SHAPES, warmup: int = 2, repeats: int = 7, threads: int | N
         x = torch.randn(batch, length, cfg["d_model"], generator=gen)  # (B, L, d_model)
         with torch.inference_mode():
             ref = theirs(x)
-            ours = run_stack(blocks, x, fast=True)
-            naive = run_stack(blocks, x, fast=False)
+            ours = run_stack(blocks, x, "fused")
+            naive = run_stack(blocks, x, "eager")
             diff_fast = (ours - ref).abs().max().item()
             diff_naive = (naive - ref).abs().max().item()
             # Interleave the three so that a slow spell on a shared machine hits all of them.
             times = {"torch": [], "ours_fast": [], "ours_naive": []}
             calls = {
                 "torch": lambda x=x: theirs(x),
-                "ours_fast": lambda x=x: run_stack(blocks, x, fast=True),
-                "ours_naive": lambda x=x: run_stack(blocks, x, fast=False),
+                "ours_fast": lambda x=x: run_stack(blocks, x, "fused"),
+                "ours_naive": lambda x=x: run_stack(blocks, x, "eager"),
             }
             for call in calls.values():
                 time_fn(call, warmup=warmup, repeats=1)
             for _ in range(repeats):
                 for name, call in calls.items():
                     times[name].extend(time_fn(call, warmup=0, repeats=1)["runs_s"])
-        run_stack(blocks, x, fast=True)  # leave the blocks on the fast path
+        run_stack(blocks, x, "fused")  # leave the blocks on the fused path
         med = {name: statistics.median(v) for name, v in times.items()}
         best = {name: min(v) for name, v in times.items()}
         results.append({
@@ -110,8 +112,8 @@ def main(argv=None) -> int:
     print(f"12 BERT-base layers, forward, inference mode, CPU, {torch.get_num_threads()} threads, "
           f"torch {torch.__version__}; {args.repeats} interleaved runs each")
     print("(the minimum is the least disturbed run; on a busy machine it is the steadier figure)")
-    print(f"{'shape':>9} {'stat':>6} {'torch (s)':>10} {'ours fast':>10} {'ours naive':>11} {'fast/torch':>11} "
-          f"{'naive/torch':>12} {'max |diff|':>11}")
+    print(f"{'shape':>9} {'stat':>6} {'torch (s)':>10} {'ours fused':>10} {'ours eager':>11} {'fused/torch':>11} "
+          f"{'eager/torch':>12} {'max |diff|':>11}")
     for r in results:
         diff = max(r["max_abs_diff_fast"], r["max_abs_diff_naive"])
         for stat, m, rf, rn in (("median", r["median_s"], r["ratio_fast"], r["ratio_naive"]),

@@ -19,10 +19,22 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._validate import require_probability
+from ._validate import require_implementation, require_probability
+from .attention import scaled_dot_product_attention
 from .feed_forward import FeedForward
 from .layer_norm import LayerNorm
-from .multi_head import MultiHeadAttention
+from .multi_head import MultiHeadAttention, eval_mode
+
+
+def build_part(cls, course_cls: type, *args, course_kwargs: dict, **kwargs):
+    """``cls(*args, **kwargs)``: a part built with the contract's arguments, as a learner's class takes them.
+
+    When ``cls`` is the course's own class (``course_cls`` or a subclass), it gets ``course_kwargs`` too
+    (its dropout, implementation and parts), which a learner's class does not take.
+    """
+    if isinstance(cls, type) and issubclass(cls, course_cls):
+        kwargs.update(course_kwargs)
+    return cls(*args, **kwargs)
 
 
 class EncoderBlock(nn.Module):
@@ -37,7 +49,11 @@ class EncoderBlock(nn.Module):
         norm_first: False for post-LN, True for pre-LN.
         activation: ``"relu"``, ``"gelu"`` or ``"swiglu"``.
         eps: LayerNorm epsilon.
-        fast: attention and LayerNorm through PyTorch's fused kernels (True) or step by step.
+        implementation: ``"fused"``, attention and LayerNorm through PyTorch's fused kernels, or
+            ``"eager"``, step by step.
+        parts: the classes to build the sublayers from (an :class:`~encoder_course.encoder.EncoderParts`:
+            its ``multi_head_attention``, ``feed_forward``, ``layer_norm`` and, for the course's attention,
+            ``scaled_dot_product_attention``); None for the course's own.
 
     Shape:
         ``x`` ``(B, L, d_model)``, ``mask`` bool broadcastable to ``(B, H, L, L)``, True = may
@@ -53,28 +69,56 @@ class EncoderBlock(nn.Module):
         norm_first: bool = False,
         activation: str = "gelu",
         eps: float = 1e-5,
-        fast: bool = True,
+        implementation: str = "fused",
+        parts=None,
     ):
         super().__init__()
         require_probability("dropout", dropout)
+        require_implementation(implementation)
+        # getattr with a default: with no parts given, the course's own classes.
+        attention = getattr(parts, "scaled_dot_product_attention", scaled_dot_product_attention)
         self.norm_first = bool(norm_first)
-        self.attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, fast=fast)
-        self.ffn = FeedForward(d_model, d_ff, activation=activation, dropout=dropout)
-        self.norm1 = LayerNorm(d_model, eps=eps, fast=fast)
-        self.norm2 = LayerNorm(d_model, eps=eps, fast=fast)
+        self.attn = build_part(getattr(parts, "multi_head_attention", MultiHeadAttention), MultiHeadAttention,
+                               d_model, n_heads,
+                               course_kwargs=dict(dropout=dropout, implementation=implementation, attention=attention))
+        self.ffn = build_part(getattr(parts, "feed_forward", FeedForward), FeedForward, d_model, d_ff,
+                              activation=activation, course_kwargs=dict(dropout=dropout))
+        norm = getattr(parts, "layer_norm", LayerNorm)
+        self.norm1 = build_part(norm, LayerNorm, d_model, eps=eps, course_kwargs=dict(implementation=implementation))
+        self.norm2 = build_part(norm, LayerNorm, d_model, eps=eps, course_kwargs=dict(implementation=implementation))
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """Run the layer: attention, then the feed-forward network, each with its residual and norm."""
+        return self.forward_with_weights(x, mask, need_weights=False)[0]  # (B, L, d_model)
+
+    def forward_with_weights(self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = True):
+        """The layer's output and the attention weights it used, from one pass.
+
+        Returns:
+            ``(out, weights)``: ``out`` ``(B, L, d_model)``; ``weights`` ``(B, H, L, L)``, the ones the
+            attention multiplied with its values (after dropout in training mode), or None when
+            ``need_weights`` is False.
+        """
         if self.norm_first:
-            x = x + self.dropout1(self.attn(self.norm1(x), mask))  # (B, L, d_model)
+            a, weights = self._attend(self.norm1(x), mask, need_weights)  # (B, L, d_model)
+            x = x + self.dropout1(a)  # (B, L, d_model)
             x = x + self.dropout2(self.ffn(self.norm2(x)))  # (B, L, d_model)
         else:
-            x = self.norm1(x + self.dropout1(self.attn(x, mask)))  # (B, L, d_model)
+            a, weights = self._attend(x, mask, need_weights)  # (B, L, d_model)
+            x = self.norm1(x + self.dropout1(a))  # (B, L, d_model)
             x = self.norm2(x + self.dropout2(self.ffn(x)))  # (B, L, d_model)
-        return x
+        return x, weights
 
     def attention_weights(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """The weights ``(B, H, L, L)`` of this layer's attention for the input ``x`` (for plots)."""
-        return self.attn.attention_weights(self.norm1(x) if self.norm_first else x, mask)
+        """The weights ``(B, H, L, L)`` of this layer's attention for the input ``x`` (eval-mode pass, for plots)."""
+        with eval_mode(self):
+            return self.forward_with_weights(x, mask)[1]
+
+    def _attend(self, h: torch.Tensor, mask: torch.Tensor | None, need_weights: bool):
+        """The attention sublayer: ``(out, weights or None)``. Without weights it is a plain call, which
+        any attention module with the contract's ``forward(x, mask)`` answers (a learner's too)."""
+        if need_weights:
+            return self.attn.forward_with_weights(h, mask)
+        return self.attn(h, mask), None

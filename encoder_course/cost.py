@@ -107,7 +107,7 @@ def measured_layer_flops(seq_len: int, d_model: int, n_heads: int, d_ff: int, ba
                          device="meta") -> dict[str, int]:
     """:func:`layer_flops`' components, counted by ``FlopCounterMode`` on a real layer.
 
-    Builds a step-by-step :class:`~encoder_course.EncoderBlock` (``fast=False``, no dropout) and
+    Builds a step-by-step :class:`~encoder_course.EncoderBlock` (``implementation="eager"``, no dropout) and
     counts the matrix products of its parts: the four projections, ``Q K^T``, ``A V`` and the FFN,
     and ``total`` for one whole forward pass of the block. On the default ``meta`` device the
     tensors have shapes but no data, so this is instant and needs no memory at any length.
@@ -123,7 +123,7 @@ def measured_layer_flops(seq_len: int, d_model: int, n_heads: int, d_ff: int, ba
                         ("d_ff", d_ff), ("batch", batch)):
         require_positive_int(name, value)
     with torch.device(device):
-        block = EncoderBlock(d_model, n_heads, d_ff, dropout=0.0, fast=False).eval()
+        block = EncoderBlock(d_model, n_heads, d_ff, dropout=0.0, implementation="eager").eval()
         x = torch.randn(batch, seq_len, d_model)  # (B, L, d_model)
     attn = block.attn
     with torch.no_grad():

@@ -14,19 +14,29 @@ from torch import nn
 
 from ._validate import (
     encoder_mask,
+    require_bool,
+    require_callable,
+    require_choice,
     require_divisible,
-    require_int,
+    require_even,
+    require_implementation,
+    require_instance,
     require_length,
+    require_non_negative_int,
     require_positive_int,
     require_positive_number,
     require_probability,
     require_same_shape,
+    require_token_id,
     require_token_ids,
+    require_token_types_allowed,
 )
-from .block import EncoderBlock
-from .feed_forward import ACTIVATIONS
+from .attention import scaled_dot_product_attention
+from .block import EncoderBlock, build_part
+from .feed_forward import ACTIVATIONS, FeedForward
 from .layer_norm import LayerNorm
-from .positions import LearnedPositions, SinusoidalPositions
+from .multi_head import MultiHeadAttention, eval_mode
+from .positions import LearnedPositions, SinusoidalPositions, sinusoidal_positions
 
 POSITION_KINDS = ("sinusoidal", "learned")
 
@@ -51,6 +61,8 @@ class EncoderConfig:
         scale_embeddings: multiply token embeddings by sqrt(d_model) (2017 paper, section 3.4).
         eps: LayerNorm epsilon.
         pad_id: id of the padding token.
+        implementation: ``"fused"``, attention and LayerNorm through PyTorch's fused kernels, or
+            ``"eager"``, the course's step-by-step code (the same numbers; the weights materialised).
     """
 
     vocab_size: int = 1000
@@ -68,28 +80,23 @@ class EncoderConfig:
     scale_embeddings: bool = False
     eps: float = 1e-5
     pad_id: int = 0
+    implementation: str = "fused"
 
     def __post_init__(self):
         for name in ("vocab_size", "max_len", "d_model", "n_heads", "d_ff", "n_layers"):
             require_positive_int(name, getattr(self, name))
-        for name in ("type_vocab_size", "pad_id"):
-            require_int(name, getattr(self, name))
         for name in ("norm_first", "embedding_norm", "scale_embeddings"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+            require_bool(name, getattr(self, name))
         require_divisible(self.d_model, self.n_heads)
         require_probability("dropout", self.dropout)
         require_positive_number("eps", self.eps)
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
-        if self.positions not in POSITION_KINDS:
-            raise ValueError(f"positions must be one of {POSITION_KINDS}, got {self.positions!r}")
-        if self.positions == "sinusoidal" and self.d_model % 2:
-            raise ValueError(f"sinusoidal positions need an even d_model, got {self.d_model}")
-        if self.type_vocab_size < 0:
-            raise ValueError(f"type_vocab_size must be >= 0, got {self.type_vocab_size}")
-        if not 0 <= self.pad_id < self.vocab_size:
-            raise ValueError(f"pad_id must be a token id in [0, {self.vocab_size}), got {self.pad_id}")
+        require_choice("activation", self.activation, ACTIVATIONS)
+        require_choice("positions", self.positions, POSITION_KINDS)
+        if self.positions == "sinusoidal":
+            require_even("d_model", self.d_model, "sinusoidal positions")
+        require_non_negative_int("type_vocab_size", self.type_vocab_size)
+        require_token_id("pad_id", self.pad_id, self.vocab_size)
+        require_implementation(self.implementation)
 
     def replace(self, **changes) -> "EncoderConfig":
         """A copy with some fields changed (validated again)."""
@@ -124,40 +131,47 @@ class Embeddings(nn.Module):
     asked, then dropout.
 
     Args:
-        config: the encoder's hyperparameters (vocabulary, positions, token types, norm, dropout).
-        fast: the embedding LayerNorm through PyTorch's fused kernel (True) or step by step.
+        config: the encoder's hyperparameters (vocabulary, positions, token types, norm, dropout, and
+            the implementation of the embedding LayerNorm).
+        parts: the classes and functions to build from (:class:`EncoderParts`: its ``sinusoidal_positions``
+            and ``layer_norm``); None for the course's own.
 
     Shape:
         ``token_ids`` ``(B, L)`` -> ``(B, L, d_model)``.
     """
 
-    def __init__(self, config: EncoderConfig, fast: bool = True):
+    def __init__(self, config: EncoderConfig, parts: "EncoderParts | None" = None):
         super().__init__()
+        parts = EncoderParts() if parts is None else parts
+        require_instance("parts", parts, EncoderParts)
         self.config = config
         self.token = nn.Embedding(config.vocab_size, config.d_model)
         if config.scale_embeddings:
             # The sqrt(d_model) factor goes with a table of std d_model^-0.5 (as the 2017 code does), so
             # a scaled token vector has about the length of a position vector instead of sqrt(d_model) times it.
             nn.init.normal_(self.token.weight, std=config.d_model ** -0.5)
-        positions = LearnedPositions if config.positions == "learned" else SinusoidalPositions
-        self.position = positions(config.max_len, config.d_model)
+        if config.positions == "learned":
+            self.position = LearnedPositions(config.max_len, config.d_model)
+        else:
+            self.position = SinusoidalPositions(config.max_len, config.d_model, make_table=parts.sinusoidal_positions)
         self.token_type = (nn.Embedding(config.type_vocab_size, config.d_model)
                            if config.type_vocab_size else None)
-        self.norm = LayerNorm(config.d_model, eps=config.eps, fast=fast) if config.embedding_norm else None
+        self.norm = (build_part(parts.layer_norm, LayerNorm, config.d_model, eps=config.eps,
+                                course_kwargs=dict(implementation=config.implementation))
+                     if config.embedding_norm else None)
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, token_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         cfg = self.config
         require_token_ids("token_ids", token_ids, cfg.vocab_size)
         require_length(token_ids.shape[1], cfg.max_len)
+        require_token_types_allowed(token_type_ids, cfg.type_vocab_size)
         x = self.token(token_ids.long())  # (B, L, d_model)
         if cfg.scale_embeddings:  # section 3.4 of the 2017 paper
             x = x * math.sqrt(cfg.d_model)
         x = self.position(x)  # (B, L, d_model)
         if self.token_type is not None:
             x = x + self.token_type(self._token_types(token_type_ids, token_ids))  # (B, L, d_model)
-        elif token_type_ids is not None:
-            raise ValueError("token_type_ids were given, but this config has no token types (type_vocab_size=0)")
         if self.norm is not None:
             x = self.norm(x)
         return self.dropout(x)
@@ -171,12 +185,43 @@ class Embeddings(nn.Module):
         return token_type_ids.long()
 
 
+@dataclass(frozen=True)
+class EncoderParts:
+    """The classes and functions an :class:`Encoder` is built from, each named like the exercise that writes it.
+
+    The course's own by default. Give others (a learner's, as ``yours.Encoder`` does) and the encoder is
+    built around them: the course's classes among the parts build their own sublayers from these parts
+    too, while another class builds its sublayers as it likes. Each part is called with the contract's
+    arguments only, as the exercises' skeletons take them:
+
+    * ``sinusoidal_positions(max_len, d_model)`` -> the ``(max_len, d_model)`` table;
+    * ``scaled_dot_product_attention(q, k, v, mask)`` -> ``(out, weights)`` (the course's
+      ``MultiHeadAttention`` calls it on its step-by-step path);
+    * ``multi_head_attention(d_model, n_heads)``, ``layer_norm(d_model, eps=...)``,
+      ``feed_forward(d_model, d_ff, activation=...)``;
+    * ``encoder_block(d_model, n_heads, d_ff, dropout=..., norm_first=..., activation=..., eps=...)``;
+    * ``embeddings(config)``.
+    """
+
+    sinusoidal_positions: object = sinusoidal_positions  # a function
+    scaled_dot_product_attention: object = scaled_dot_product_attention  # a function
+    multi_head_attention: type[nn.Module] = MultiHeadAttention
+    layer_norm: type[nn.Module] = LayerNorm
+    feed_forward: type[nn.Module] = FeedForward
+    encoder_block: type[nn.Module] = EncoderBlock
+    embeddings: type[nn.Module] = Embeddings
+
+    def __post_init__(self):
+        for f in fields(self):
+            require_callable(f.name, getattr(self, f.name))
+
+
 class Encoder(nn.Module):
     """A Transformer encoder built from :class:`EncoderConfig`.
 
     Args:
-        config: the hyperparameters.
-        fast: attention and LayerNorm through PyTorch's fused kernels (True) or step by step.
+        config: the hyperparameters (``config.implementation`` picks fused kernels or step-by-step code).
+        parts: the classes and functions to build it from (:class:`EncoderParts`); None for the course's own.
 
     Shape:
         ``token_ids`` ``(B, L)``; ``mask`` bool, either ``(B, L)`` (True = real token) or
@@ -184,38 +229,57 @@ class Encoder(nn.Module):
         returns ``(B, L, d_model)``.
     """
 
-    def __init__(self, config: EncoderConfig, fast: bool = True):
+    def __init__(self, config: EncoderConfig, parts: EncoderParts | None = None):
         super().__init__()
-        if not isinstance(config, EncoderConfig):
-            raise TypeError(f"config must be an EncoderConfig, got {type(config).__name__}")
+        require_instance("config", config, EncoderConfig)
+        parts = EncoderParts() if parts is None else parts
+        require_instance("parts", parts, EncoderParts)
         self.config = config
-        self.embeddings = Embeddings(config, fast=fast)
+        self.embeddings = build_part(parts.embeddings, Embeddings, config, course_kwargs=dict(parts=parts))
         # Separate blocks, separate weights (ALBERT would share one block across layers).
         self.layers = nn.ModuleList(
-            EncoderBlock(config.d_model, config.n_heads, config.d_ff, dropout=config.dropout,
-                         norm_first=config.norm_first, activation=config.activation, eps=config.eps,
-                         fast=fast)
+            build_part(parts.encoder_block, EncoderBlock, config.d_model, config.n_heads, config.d_ff,
+                       dropout=config.dropout, norm_first=config.norm_first, activation=config.activation,
+                       eps=config.eps, course_kwargs=dict(implementation=config.implementation, parts=parts))
             for _ in range(config.n_layers)
         )
         # Pre-LN leaves the residual stream un-normalised: normalise once at the end.
-        self.final_norm = LayerNorm(config.d_model, eps=config.eps, fast=fast) if config.norm_first else None
+        self.final_norm = (build_part(parts.layer_norm, LayerNorm, config.d_model, eps=config.eps,
+                                      course_kwargs=dict(implementation=config.implementation))
+                           if config.norm_first else None)
 
     def forward(self, token_ids: torch.Tensor, mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Encode ``token_ids``: embeddings, every layer in turn, and the final norm of pre-LN."""
-        x = self.embeddings(token_ids, token_type_ids)  # (B, L, d_model)
-        mask = encoder_mask(mask, token_ids.shape[0], self.config.n_heads, token_ids.shape[1])
-        for layer in self.layers:
-            x = layer(x, mask)  # (B, L, d_model)
-        return x if self.final_norm is None else self.final_norm(x)
+        return self.forward_with_weights(token_ids, mask, token_type_ids, need_weights=False)[0]  # (B, L, d_model)
 
-    def attention_maps(self, token_ids: torch.Tensor, mask: torch.Tensor | None = None,
-                       token_type_ids: torch.Tensor | None = None) -> list[torch.Tensor]:
-        """The attention weights of every layer for ``token_ids``: a list of ``(B, H, L, L)``, layer 1 first."""
+    def forward_with_weights(self, token_ids: torch.Tensor, mask: torch.Tensor | None = None,
+                             token_type_ids: torch.Tensor | None = None, need_weights: bool = True):
+        """The encoder's output and every layer's attention weights, from one pass.
+
+        Returns:
+            ``(out, maps)``: ``out`` ``(B, L, d_model)``; ``maps`` a list of ``(B, H, L, L)``, layer 1 first,
+            the weights each layer's attention used (after dropout in training mode), or None when
+            ``need_weights`` is False.
+        """
         x = self.embeddings(token_ids, token_type_ids)  # (B, L, d_model)
         mask = encoder_mask(mask, token_ids.shape[0], self.config.n_heads, token_ids.shape[1])
         maps = []
         for layer in self.layers:
-            maps.append(layer.attention_weights(x, mask))  # (B, H, L, L)
-            x = layer(x, mask)  # (B, L, d_model)
-        return maps
+            if need_weights:
+                x, weights = layer.forward_with_weights(x, mask)  # (B, L, d_model), (B, H, L, L)
+                maps.append(weights)
+            else:
+                x = layer(x, mask)  # (B, L, d_model); any block with the contract's forward (a learner's too)
+        x = x if self.final_norm is None else self.final_norm(x)
+        return x, (maps if need_weights else None)
+
+    def attention_maps(self, token_ids: torch.Tensor, mask: torch.Tensor | None = None,
+                       token_type_ids: torch.Tensor | None = None) -> list[torch.Tensor]:
+        """The attention weights of every layer for ``token_ids``, from one eval-mode pass (no dropout), for plots.
+
+        Returns:
+            a list of ``(B, H, L, L)``, layer 1 first.
+        """
+        with eval_mode(self):
+            return self.forward_with_weights(token_ids, mask, token_type_ids)[1]

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validate import require_positive_int, require_probability, require_width
+from ._validate import require_choice, require_positive_int, require_probability, require_width
 
 ACTIVATIONS = ("relu", "gelu", "swiglu")
 
@@ -33,8 +33,7 @@ class FeedForward(nn.Module):
         super().__init__()
         require_positive_int("d_model", d_model)
         require_positive_int("d_ff", d_ff)
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+        require_choice("activation", activation, ACTIVATIONS)
         require_probability("dropout", dropout)
         self.d_model, self.d_ff, self.activation = d_model, d_ff, activation
         self.w1 = nn.Linear(d_model, d_ff)

@@ -10,7 +10,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validate import HALF_DTYPES, require_last_dim, require_positive_int, require_positive_number
+from ._validate import (
+    HALF_DTYPES,
+    require_implementation,
+    require_last_dim,
+    require_positive_int,
+    require_positive_number,
+)
 
 
 class LayerNorm(nn.Module):
@@ -22,24 +28,25 @@ class LayerNorm(nn.Module):
     Args:
         d_model: size of the last dimension.
         eps: added to the variance for numerical safety (torch's default 1e-5; BERT uses 1e-12).
-        fast: compute the same formula with PyTorch's fused kernel (``F.layer_norm``, True) or
-            step by step (False). The step-by-step code is the definition; the tests check both agree.
+        implementation: ``"fused"``, the same formula through PyTorch's fused kernel (``F.layer_norm``),
+            or ``"eager"``, step by step. The step-by-step code is the definition; the tests check both agree.
 
     Shape:
         input ``(..., d_model)``; output the same.
     """
 
-    def __init__(self, d_model: int, eps: float = 1e-5, fast: bool = True):
+    def __init__(self, d_model: int, eps: float = 1e-5, implementation: str = "fused"):
         super().__init__()
         require_positive_int("d_model", d_model)
         require_positive_number("eps", eps)
-        self.d_model, self.eps, self.fast = d_model, eps, fast
+        require_implementation(implementation)
+        self.d_model, self.eps, self.implementation = d_model, eps, implementation
         self.weight = nn.Parameter(torch.ones(d_model))  # gamma
         self.bias = nn.Parameter(torch.zeros(d_model))  # beta
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         require_last_dim("x", x, self.d_model)
-        if self.fast:
+        if self.implementation == "fused":
             # One fused pass instead of about eight elementwise ones: same numbers, ~10x faster on CPU.
             return F.layer_norm(x, (self.d_model,), self.weight, self.bias, self.eps)
         # float16/bfloat16 input: take the statistics in float32 (as nn.LayerNorm does); in half

@@ -10,8 +10,29 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validate import check_mask, require_divisible, require_probability, require_rank, require_width
+from ._validate import (
+    check_mask,
+    require_callable,
+    require_divisible,
+    require_implementation,
+    require_probability,
+    require_rank,
+    require_width,
+)
 from .attention import fast_attention, scaled_dot_product_attention
+
+
+class eval_mode:  # a context manager, lower-case like torch.no_grad
+    """``with eval_mode(module):`` runs the block in eval mode (no dropout), then gives ``module`` its mode back."""
+
+    def __init__(self, module: nn.Module):
+        self.module, self.was_training = module, module.training
+
+    def __enter__(self) -> nn.Module:
+        return self.module.eval()
+
+    def __exit__(self, *exc) -> None:
+        self.module.train(self.was_training)
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -46,19 +67,25 @@ class MultiHeadAttention(nn.Module):
         d_model: model width; must be divisible by ``n_heads``.
         n_heads: number of heads.
         dropout: dropout on the attention weights (training only).
-        fast: use PyTorch's fused attention kernel (True) or the step-by-step path (False).
+        implementation: ``"fused"``, PyTorch's fused attention kernel, or ``"eager"``, the step-by-step
+            ``attention`` (which materialises the weights).
+        attention: the step-by-step attention, ``attention(q, k, v, mask) -> (out, weights)``
+            (:func:`scaled_dot_product_attention`, or a learner's own from notebook 02).
 
     Shape:
         ``x`` ``(B, L, d_model)``, ``mask`` bool broadcastable to ``(B, H, L, L)`` (True = may
         attend, e.g. :func:`padding_mask`'s ``(B, 1, 1, L)``); returns ``(B, L, d_model)``.
     """
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, fast: bool = True):
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, implementation: str = "fused",
+                 attention=scaled_dot_product_attention):
         super().__init__()
         require_divisible(d_model, n_heads)
         require_probability("dropout", dropout)
+        require_implementation(implementation)
+        require_callable("attention", attention)
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
-        self.dropout, self.fast = dropout, fast
+        self.dropout, self.implementation, self.attention = dropout, implementation, attention
         self.w_q = nn.Linear(d_model, d_model)
         self.w_k = nn.Linear(d_model, d_model)
         self.w_v = nn.Linear(d_model, d_model)
@@ -66,24 +93,38 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """Attend from every position of ``x`` to every allowed position."""
+        return self.forward_with_weights(x, mask, need_weights=False)[0]  # (B, L, d_model)
+
+    def forward_with_weights(self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = True):
+        """The output and the attention weights that made it, from one pass.
+
+        The weights are the ones multiplied with the values: after dropout in training mode. The fused
+        kernel never materialises them, so asking for them takes the step-by-step path.
+
+        Returns:
+            ``(out, weights)``: ``out`` ``(B, L, d_model)``; ``weights`` ``(B, H, L, L)`` (rows = queries),
+            or None when ``need_weights`` is False.
+        """
         q, k, v = self._heads(x, mask)  # (B, H, L, d_head) each
         p = self.dropout if self.training else 0.0
-        if self.fast:
-            heads = fast_attention(q, k, v, mask, dropout_p=p)  # (B, H, L, d_head)
+        if self.implementation == "fused" and not need_weights:
+            heads, weights = fast_attention(q, k, v, mask, dropout_p=p), None  # (B, H, L, d_head)
         else:
-            heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H, L, d_head), (B, H, L, L)
+            heads, weights = self.attention(q, k, v, mask)  # (B, H, L, d_head), (B, H, L, L)
             if p > 0.0:  # dropout on the weights: redo the weighted sum with the dropped weights
-                heads = F.dropout(weights, p) @ v  # (B, H, L, d_head)
-        return self.w_o(merge_heads(heads))  # (B, L, d_model)
+                weights = F.dropout(weights, p)  # (B, H, L, L)
+                heads = weights @ v  # (B, H, L, d_head)
+        out = self.w_o(merge_heads(heads))  # (B, L, d_model)
+        return out, (weights if need_weights else None)
 
     def attention_weights(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """The attention weights of every head for ``x`` (without dropout), for plots.
+        """The attention weights of every head for ``x`` (from an eval-mode pass: no dropout), for plots.
 
         Shape:
             returns ``(B, H, L, L)``: one row per query, one column per key, rows summing to 1.
         """
-        q, k, v = self._heads(x, mask)
-        return scaled_dot_product_attention(q, k, v, mask)[1]  # (B, H, L, L)
+        with eval_mode(self):
+            return self.forward_with_weights(x, mask)[1]  # (B, H, L, L)
 
     def _heads(self, x: torch.Tensor, mask: torch.Tensor | None):
         """Project ``x`` to queries, keys and values, each split into heads (and check the mask)."""

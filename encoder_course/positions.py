@@ -10,7 +10,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._validate import require_length, require_positive_int, require_positive_number, require_tensor, require_width
+from ._validate import (
+    require_callable,
+    require_even,
+    require_length,
+    require_positive_int,
+    require_positive_number,
+    require_rotary_input,
+    require_width,
+)
 
 
 def sinusoidal_positions(seq_len: int, d_model: int) -> torch.Tensor:
@@ -28,8 +36,7 @@ def sinusoidal_positions(seq_len: int, d_model: int) -> torch.Tensor:
     """
     require_positive_int("seq_len", seq_len)
     require_positive_int("d_model", d_model)
-    if d_model % 2:
-        raise ValueError(f"d_model must be even for sin/cos pairs, got {d_model}")
+    require_even("d_model", d_model, "sin/cos pairs")
     pos = torch.arange(seq_len, dtype=torch.float32).unsqueeze(1)  # (L, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (d_model/2,)
     inv_freq = 10000.0 ** (-two_i / d_model)  # (d_model/2,): 1 / 10000^(2i/d_model)
@@ -46,15 +53,18 @@ class SinusoidalPositions(nn.Module):
     Args:
         max_len: longest sequence the table covers.
         d_model: embedding width.
+        make_table: the function that makes the ``(max_len, d_model)`` table (:func:`sinusoidal_positions`,
+            or a learner's own from notebook 01).
 
     Shape:
         input ``(B, L, d_model)`` with ``L <= max_len``; output the same.
     """
 
-    def __init__(self, max_len: int, d_model: int):
+    def __init__(self, max_len: int, d_model: int, make_table=sinusoidal_positions):
         super().__init__()
+        require_callable("make_table", make_table)
         self.max_len, self.d_model = max_len, d_model
-        self.register_buffer("table", sinusoidal_positions(max_len, d_model), persistent=False)
+        self.register_buffer("table", make_table(max_len, d_model), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         require_width("x", x, self.d_model)
@@ -100,16 +110,11 @@ def rotate_pairs(x: torch.Tensor, positions: torch.Tensor | None = None, base: f
     Shape:
         ``x`` ``(..., L, d)``; returns the same shape.
     """
-    require_tensor("x", x, floating=True)
+    require_rotary_input(x, positions)
     require_positive_number("base", base)
-    if x.dim() < 2 or x.shape[-1] % 2:
-        raise ValueError(f"x must have shape (..., L, d) with an even d for rotary pairs, got {tuple(x.shape)}")
     d, length = x.shape[-1], x.shape[-2]
     if positions is None:
         positions = torch.arange(length, device=x.device)
-    require_tensor("positions", positions)
-    if positions.shape != (length,):
-        raise ValueError(f"positions must have shape (L,) = ({length},), got {tuple(positions.shape)}")
     inv_freq = base ** (-torch.arange(0, d, 2, device=x.device, dtype=torch.float32) / d)  # (d/2,)
     angles = positions.to(torch.float32).unsqueeze(-1) * inv_freq  # (L, d/2)
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)

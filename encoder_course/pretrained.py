@@ -248,13 +248,13 @@ def load_tokenizer(model_dir: str | os.PathLike | None = None, max_seq_length: i
     return tokenizer
 
 
-def load_minilm(model_dir: str | os.PathLike | None = None, fast: bool = True, encoder=None):
+def load_minilm(model_dir: str | os.PathLike | None = None, implementation: str = "fused", encoder=None):
     """Load all-MiniLM-L6-v2 from a local directory into ``Encoder(EncoderConfig.minilm_l6())``.
 
     Args:
         model_dir: a directory with ``model.safetensors`` and ``tokenizer.json`` (directly or in
             the Transformer module's subfolder); None for :func:`default_model_dir`.
-        fast: attention and LayerNorm through PyTorch's fused kernels.
+        implementation: ``"fused"``, attention and LayerNorm through PyTorch's fused kernels, or ``"eager"``.
         encoder: load the weights into this encoder instead of a new ``ec.Encoder``: any module
             with our interface and parameter names, such as ``yours.Encoder(config)``.
 
@@ -265,7 +265,7 @@ def load_minilm(model_dir: str | os.PathLike | None = None, fast: bool = True, e
     weights_file = find_model_file(path, WEIGHTS_FILE)
     tokenizer = load_tokenizer(path)
     if encoder is None:
-        encoder = Encoder(config_from_dir(path), fast=fast)
+        encoder = Encoder(config_from_dir(path).replace(implementation=implementation))
     load_state_dict(encoder, weights_file)
     return encoder.eval(), tokenizer
 
@@ -288,10 +288,10 @@ class SentenceEncoder:
         self.encoder, self.tokenizer, self.name, self.pool = encoder.eval(), tokenizer, name, pool
 
     @classmethod
-    def from_dir(cls, model_dir: str | os.PathLike | None = None, fast: bool = True) -> "SentenceEncoder":
+    def from_dir(cls, model_dir: str | os.PathLike | None = None, implementation: str = "fused") -> "SentenceEncoder":
         """Load from a local model directory (see :func:`load_minilm`)."""
         path = resolve_model_dir(model_dir)
-        encoder, tokenizer = load_minilm(path, fast=fast)
+        encoder, tokenizer = load_minilm(path, implementation=implementation)
         return cls(encoder, tokenizer, name=path.name)
 
     def tokenize(self, sentences: list[str]) -> dict[str, torch.Tensor]:

@@ -32,7 +32,6 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
 from torch import nn
 
 from . import __version__
@@ -447,30 +446,20 @@ def encoder_parts(config=None) -> list[str]:
     return [key for key in _exercises() if key in needed]
 
 
-def _used(key: str, passing: set, wanted: set) -> list[str]:
-    """The parts that really run when ``key`` is built: a part of yours brings the parts it imports; the course's
-    reference brings its own, except the stack, which the course builds around your parts."""
+def _used(key: str, passing: set, wanted: set, built_by_course: bool = True) -> list[str]:
+    """The parts that really run when ``key`` is built.
+
+    A part of yours brings the parts its file imports (yours where they pass, the course's reference
+    otherwise). A course's class that the course's :class:`~encoder_course.Encoder` builds (the stack when
+    yours is missing, and what it holds) is built from the given parts, so it brings them too. A course's
+    class imported by a file of yours brings the course's own.
+    """
     out = [key]
-    if key in passing or key == ENCODER_PART:
+    if key in passing or built_by_course:
         for sub in _exercise(key).uses:
             if sub in wanted:
-                out += [u for u in _used(sub, passing, wanted) if u not in out]
+                out += [u for u in _used(sub, passing, wanted, key not in passing) if u not in out]
     return out
-
-
-def _course_stack(config, embeddings, block, layer_norm) -> nn.Module:
-    """The course's stack (:class:`encoder_course.Encoder`: its forward and final norm) around the given parts."""
-    from .encoder import Encoder as Course
-
-    with torch.device("meta"):  # its structure and forward only: every module is replaced below
-        model = Course(config)
-    model.embeddings = embeddings(config)
-    model.layers = nn.ModuleList(
-        block(config.d_model, config.n_heads, config.d_ff, dropout=config.dropout, norm_first=config.norm_first,
-              activation=config.activation, eps=config.eps)
-        for _ in range(config.n_layers))
-    model.final_norm = layer_norm(config.d_model, eps=config.eps) if config.norm_first else None
-    return model
 
 
 def Encoder(config, workspace=None, fallback: bool = False) -> nn.Module:  # noqa: N802 (it builds a module, like a class)
@@ -483,7 +472,9 @@ def Encoder(config, workspace=None, fallback: bool = False) -> nn.Module:  # noq
         config: an :class:`~encoder_course.EncoderConfig`.
         workspace: your workspace folder (default: see :func:`workspace_dir`).
         fallback: take the course's reference for parts you have not passed yet (one line per part says which).
-            When the stack itself is not yours, the course's stack holds your embeddings and blocks.
+            When the stack itself is not yours, the course's :class:`~encoder_course.Encoder` is built from
+            your parts (:class:`~encoder_course.encoder.EncoderParts`), step by step: no fused kernel stands in
+            for your attention.
 
     Returns:
         the module, with ``yours``: ``{part key: True if it is yours}`` for every part it runs.
@@ -491,10 +482,11 @@ def Encoder(config, workspace=None, fallback: bool = False) -> nn.Module:  # noq
     Raises:
         PartMissing: naming each missing or failing part and its notebook (unless ``fallback``).
     """
-    from .encoder import EncoderConfig
+    from ._validate import require_instance
+    from .encoder import Encoder as CourseEncoder
+    from .encoder import EncoderConfig, EncoderParts
 
-    if not isinstance(config, EncoderConfig):
-        raise TypeError(f"config must be an EncoderConfig, got {type(config).__name__}")
+    require_instance("config", config, EncoderConfig)
     folder = workspace_dir(workspace)
     rows = {row.key: row for row in progress(folder)}
     wanted = encoder_parts(config)
@@ -502,10 +494,11 @@ def Encoder(config, workspace=None, fallback: bool = False) -> nn.Module:  # noq
     keys = wanted if not fallback else [k for k in wanted if k in _used(ENCODER_PART, passing, set(wanted))]
     got = _get(keys, folder, fallback=fallback, quiet=not fallback, rows=rows)
     stack, stack_is_yours = got[ENCODER_PART]
-    if stack_is_yours:
+    if stack_is_yours:  # your Encoder class is the stack: its file imports your other parts
         model = stack(config)
-    else:
-        model = _course_stack(config, got["embeddings"][0], got["encoder_block"][0], got["layer_norm"][0])
+    else:  # the course's stack, built from your parts (their keys are EncoderParts' field names)
+        parts = EncoderParts(**{key: obj for key, (obj, _) in got.items() if key != ENCODER_PART})
+        model = CourseEncoder(config.replace(implementation="eager"), parts)
     model.yours = {key: is_yours for key, (_, is_yours) in got.items()}
     return model
 

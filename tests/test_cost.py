@@ -22,7 +22,7 @@ def test_bert_base_layer_figures_at_512():
 
 def test_counter_on_a_real_naive_block_equals_the_formula_and_counts_nothing_else():
     torch.manual_seed(0)
-    block = ec.EncoderBlock(768, 12, 3072, fast=False).eval()
+    block = ec.EncoderBlock(768, 12, 3072, implementation="eager").eval()
     x = torch.randn(1, 512, 768)  # (B, L, d_model)
     counter = FlopCounterMode(display=False)
     with counter, torch.inference_mode():
@@ -35,7 +35,7 @@ def test_counter_on_a_real_naive_block_equals_the_formula_and_counts_nothing_els
 
 
 def test_fast_block_counted_under_the_math_backend():
-    block = ec.EncoderBlock(64, 4, 256, fast=True).eval()
+    block = ec.EncoderBlock(64, 4, 256, implementation="fused").eval()
     x = torch.randn(2, 40, 64)
     with sdpa_kernel(SDPBackend.MATH), torch.inference_mode():
         assert cost.measure_flops(block, x) == ec.layer_flops(40, 64, 256, batch=2)["total"]
@@ -157,7 +157,7 @@ def test_saved_for_backward_keeps_the_attention_weights_of_the_step_by_step_path
     ids = torch.randint(1, 50, (B, L))
     weights_saved = {}
     for fast in (False, True):
-        model = ec.Encoder(config, fast=fast).train()
+        model = ec.Encoder(config.replace(implementation="fused" if fast else "eager")).train()
         saved = cost.saved_for_backward(model, ids)
         parameter_shapes = {tuple(p.shape) for p in model.parameters()}  # none is an activation's shape here
         assert saved and all(s["bytes"] > 0 for s in saved)

@@ -41,7 +41,7 @@ def test_ffn_vs_attention_weights_at_512():
 
 def test_layer_flops_equal_torch_flop_counter():
     torch.manual_seed(0)
-    block = ec.EncoderBlock(768, 12, 3072, fast=False).eval()
+    block = ec.EncoderBlock(768, 12, 3072, implementation="eager").eval()
     x = torch.randn(1, 512, 768)
     with FlopCounterMode(display=False) as counter, torch.no_grad():
         block(x)

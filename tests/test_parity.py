@@ -46,8 +46,8 @@ def test_attention_matches_torch_sdpa(shape, masked):
     assert ours.shape == (*lead, length, d + 3)
     assert weights.shape == (*lead, length, length + 2)
     torch.testing.assert_close(ours, ref, atol=ATOL, rtol=0)
-    fast = ec.fast_attention(q, k, v, mask)
-    torch.testing.assert_close(fast, ours, atol=ATOL, rtol=0)
+    fused = ec.fast_attention(q, k, v, mask)
+    torch.testing.assert_close(fused, ours, atol=ATOL, rtol=0)
     torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]), atol=1e-6, rtol=0)
 
 
@@ -74,12 +74,12 @@ def test_fully_masked_row_is_zero_not_nan():
     torch.testing.assert_close(weights[0, 1], torch.tensor([1.0, 0.0, 0.0]))
 
 
-@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("implementation", ["fused", "eager"])
 @pytest.mark.parametrize("masked", [False, True])
-def test_multi_head_matches_nn_multihead(fast, masked):
+def test_multi_head_matches_nn_multihead(implementation, masked):
     torch.manual_seed(0)
     d_model, heads, batch, length = 32, 4, 3, 7
-    ours = randomise(ec.MultiHeadAttention(d_model, heads, fast=fast)).eval()
+    ours = randomise(ec.MultiHeadAttention(d_model, heads, implementation=implementation)).eval()
     theirs = interop.to_torch_attention(ours)
     assert isinstance(theirs, nn.MultiheadAttention) and not theirs.training
     x = torch.randn(batch, length, d_model)
@@ -91,11 +91,11 @@ def test_multi_head_matches_nn_multihead(fast, masked):
     torch.testing.assert_close(out, ref, atol=ATOL, rtol=0)
 
 
-@pytest.mark.parametrize("fast", [False, True])
-def test_layer_norm_matches_nn_layernorm(fast):
+@pytest.mark.parametrize("implementation", ["eager", "fused"])
+def test_layer_norm_matches_nn_layernorm(implementation):
     torch.manual_seed(0)
     for eps in (1e-5, 1e-12):
-        ours = randomise(ec.LayerNorm(24, eps=eps, fast=fast))
+        ours = randomise(ec.LayerNorm(24, eps=eps, implementation=implementation))
         theirs = nn.LayerNorm(24, eps=eps)
         theirs.load_state_dict(ours.state_dict())
         for scale in (1e-3, 1.0, 1e3):
@@ -109,12 +109,12 @@ def test_layer_norm_matches_nn_layernorm(fast):
 
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("activation", ["gelu", "relu"])
-@pytest.mark.parametrize("fast", [True, False])
-def test_block_matches_transformer_encoder_layer(norm_first, activation, fast):
+@pytest.mark.parametrize("implementation", ["fused", "eager"])
+def test_block_matches_transformer_encoder_layer(norm_first, activation, implementation):
     torch.manual_seed(0)
     d_model, heads, d_ff, batch, length = 32, 4, 64, 3, 6
     ours = randomise(ec.EncoderBlock(d_model, heads, d_ff, dropout=0.1, norm_first=norm_first,
-                                     activation=activation, fast=fast)).eval()
+                                     activation=activation, implementation=implementation)).eval()
     theirs = interop.to_torch_layer(ours)
     assert isinstance(theirs, nn.TransformerEncoderLayer) and theirs.norm_first == norm_first
     x = torch.randn(batch, length, d_model)
@@ -146,17 +146,18 @@ def test_encoder_stack_matches_nn_transformer_encoder(norm_first):
     torch.testing.assert_close(out[real], ref[real], atol=ATOL, rtol=0)
 
 
-def test_fast_and_naive_paths_agree_in_a_whole_encoder():
+def test_fused_and_eager_implementations_agree_in_a_whole_encoder():
     torch.manual_seed(0)
     cfg = ec.EncoderConfig(vocab_size=100, max_len=32, d_model=48, n_heads=6, d_ff=96, n_layers=2)
-    fast = randomise(ec.Encoder(cfg, fast=True)).eval()
-    naive = ec.Encoder(cfg, fast=False).eval()
-    naive.load_state_dict(fast.state_dict())
+    fused = randomise(ec.Encoder(cfg)).eval()
+    assert cfg.implementation == "fused"  # the default
+    eager = ec.Encoder(cfg.replace(implementation="eager")).eval()
+    eager.load_state_dict(fused.state_dict())
     ids = torch.randint(1, 100, (3, 20))
     ids[0, 12:] = 0
     mask = ec.padding_mask(ids, 0)
-    torch.testing.assert_close(fast(ids, mask), naive(ids, mask), atol=ATOL, rtol=0)
-    weights = fast.attention_maps(ids, mask)
+    torch.testing.assert_close(fused(ids, mask), eager(ids, mask), atol=ATOL, rtol=0)
+    weights = fused.attention_maps(ids, mask)
     assert len(weights) == 2 and weights[0].shape == (3, 6, 20, 20)
     torch.testing.assert_close(weights[0].sum(-1), torch.ones(3, 6, 20), atol=1e-6, rtol=0)
     assert (weights[0][0, :, :, 12:] == 0).all()  # padding keys get no weight

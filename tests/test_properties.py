@@ -162,3 +162,55 @@ def test_half_precision_layer_norm_is_as_accurate_as_torch(dtype, limit):
     ours, theirs = ec.LayerNorm(768).to(dtype)(x), torch.nn.LayerNorm(768).to(dtype)(x)
     assert ours.dtype == dtype
     assert (ours.double() - reference).abs().max() <= max(limit, (theirs.double() - reference).abs().max())
+
+
+@pytest.mark.parametrize("implementation", ["fused", "eager"])
+def test_attention_weights_come_from_the_pass_that_made_the_output(implementation):
+    """The weights returned are the ones multiplied with the values, dropout included, in that same pass."""
+    torch.manual_seed(0)
+    mha = ec.MultiHeadAttention(16, 4, dropout=0.5, implementation=implementation).train()
+    x = torch.randn(2, 5, 16)
+    mask = ec.padding_mask(torch.tensor([[1, 2, 3, 4, 5], [1, 2, 3, 0, 0]]), 0)
+    out, weights = mha.forward_with_weights(x, mask)
+    v = ec.split_heads(mha.w_v(x), 4)  # (B, H, L, d_head)
+    torch.testing.assert_close(out, mha.w_o(ec.merge_heads(weights @ v)), atol=1e-6, rtol=0)
+    kept = weights[weights > 0]
+    assert (weights == 0).any() and not torch.allclose(weights.sum(-1), torch.ones(2, 4, 5))  # dropped and rescaled
+    assert kept.numel() and (weights[..., 3:][1] == 0).all()  # padding keys get no weight
+    again, weights_again = mha.forward_with_weights(x, mask)  # a new pass draws new dropout
+    assert not torch.equal(weights, weights_again)
+    torch.testing.assert_close(again, mha.w_o(ec.merge_heads(weights_again @ v)), atol=1e-6, rtol=0)
+    assert mha.forward_with_weights(x, mask, need_weights=False)[1] is None
+    mha.eval()  # no dropout: forward, forward_with_weights and attention_weights agree
+    out, weights = mha.forward_with_weights(x, mask)
+    torch.testing.assert_close(mha(x, mask), out, atol=1e-6, rtol=0)
+    torch.testing.assert_close(mha.attention_weights(x, mask), weights)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_a_block_and_an_encoder_return_the_weights_of_their_own_pass(norm_first):
+    torch.manual_seed(0)
+    cfg = ec.EncoderConfig(vocab_size=30, max_len=8, d_model=16, n_heads=2, d_ff=32, n_layers=2, dropout=0.3,
+                           norm_first=norm_first)
+    enc = ec.Encoder(cfg).train()
+    ids = torch.randint(1, 30, (3, 6))
+    torch.manual_seed(1)
+    out, maps = enc.forward_with_weights(ids)
+    assert len(maps) == 2 and all(m.shape == (3, 2, 6, 6) for m in maps)
+    # Replay the same pass by hand, layer by layer, with the same random draws: the weights each layer
+    # returns are those its attention used, and the outputs agree.
+    torch.manual_seed(1)
+    x = enc.embeddings(ids)
+    for layer, weights in zip(enc.layers, maps):
+        x, own = layer.forward_with_weights(x)
+        torch.testing.assert_close(own, weights)
+    torch.testing.assert_close(x if enc.final_norm is None else enc.final_norm(x), out)
+    # attention_maps: one eval-mode pass (no dropout), the mode given back; equal to the eval forward's weights
+    maps = enc.attention_maps(ids)
+    assert enc.training
+    enc.eval()
+    out, eval_maps = enc.forward_with_weights(ids)
+    torch.testing.assert_close(enc(ids), out)
+    for got, want in zip(maps, eval_maps):
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(got.sum(-1), torch.ones(3, 2, 6))

@@ -77,8 +77,8 @@ def test_half_precision_step_by_step_attention_does_not_overflow():
 
 def test_layer_norm_returns_half_for_half_input_on_both_paths():
     x = torch.randn(2, 3, 8).half()
-    for fast in (True, False):
-        assert ec.LayerNorm(8, fast=fast)(x).dtype == torch.float16
+    for implementation in ("fused", "eager"):
+        assert ec.LayerNorm(8, implementation=implementation)(x).dtype == torch.float16
 
 
 def test_split_and_merge_heads_say_what_they_expect():
@@ -177,3 +177,65 @@ def test_notebooks_use_the_torch_bridges_instead_of_copying_weights():
     copying = [p.name for p in notebooks for cell in nbformat.read(p, as_version=4).cells
                if cell.cell_type == "code" and "in_proj_weight" in cell.source]
     assert not copying, copying
+
+
+MODEL_MODULES = ("positions", "attention", "masks", "multi_head", "layer_norm", "feed_forward", "block", "encoder",
+                 "pooling", "blockwise")
+
+
+@pytest.mark.parametrize("module", MODEL_MODULES)
+def test_model_modules_raise_input_errors_only_through_validate(module):
+    """Every ValueError/TypeError of the model is raised by a named check in _validate.py, never inline."""
+    import ast
+
+    tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
+    inline = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(exc, ast.Name) and exc.id in ("ValueError", "TypeError"):
+                inline.append(f"{module}.py:{node.lineno}")
+    assert not inline, f"inline input checks (move them into a require_... helper in _validate.py): {inline}"
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ec.LayerNorm(8, implementation="fast"),
+    lambda: ec.MultiHeadAttention(8, 2, implementation=True),
+    lambda: ec.EncoderBlock(8, 2, 16, implementation="naive"),
+    lambda: _config(implementation="flash"),
+])
+def test_the_implementation_is_checked_the_same_way_everywhere(make):
+    with pytest.raises(ValueError, match=r"implementation must be one of \('fused', 'eager'\)"):
+        make()
+
+
+def test_parts_must_be_encoder_parts_of_callables():
+    from encoder_course.encoder import EncoderParts
+
+    with pytest.raises(TypeError, match="parts must be an EncoderParts, got dict"):
+        ec.Encoder(_config(), parts={"layer_norm": ec.LayerNorm})
+    with pytest.raises(TypeError, match="layer_norm must be a function or a class"):
+        EncoderParts(layer_norm=3)
+
+
+@pytest.mark.parametrize("changes, error, words", [
+    ({"positions": "sinusoidal", "d_model": 6, "n_heads": 3, "max_len": 8}, None, None),
+    ({"positions": "sinusoidal", "d_model": 9, "n_heads": 3}, ValueError, "d_model must be even for sinusoidal"),
+    ({"type_vocab_size": -1}, ValueError, "type_vocab_size must be >= 0, got -1"),
+    ({"type_vocab_size": 1.5}, TypeError, "type_vocab_size must be an int"),
+    ({"pad_id": 20}, ValueError, r"pad_id must be a token id in \[0, 20\), got 20"),
+    ({"embedding_norm": 1}, TypeError, "embedding_norm must be True or False"),
+])
+def test_config_checks_keep_their_words(changes, error, words):
+    if error is None:
+        _config(**changes)
+        return
+    with pytest.raises(error, match=words):
+        _config(**changes)
+
+
+def test_token_types_without_a_token_type_table_are_refused():
+    with pytest.raises(ValueError, match=r"token_type_ids were given, but this config has no token types"):
+        ec.Encoder(_config())(torch.ones(1, 3, dtype=torch.long), token_type_ids=torch.zeros(1, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="d_model must be even for sin/cos pairs, got 5"):
+        ec.sinusoidal_positions(4, 5)

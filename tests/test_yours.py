@@ -254,7 +254,7 @@ def test_yours_encoder_has_the_reference_interface_and_keys_and_equals_it_with_t
         # the learner's own classes, from the workspace's files, down to the embeddings
         assert type(mine).__module__.endswith(".encoder_stack") and type(mine.embeddings).__module__.endswith(
             ".embeddings") and type(mine.layers[0]).__module__.endswith(".encoder_block")
-        reference = ec.Encoder(config, fast=False).eval()
+        reference = ec.Encoder(config.replace(implementation="eager")).eval()
         assert sorted(mine.state_dict()) == sorted(reference.state_dict())
         reference.load_state_dict(mine.state_dict())
         ids = torch.randint(1, config.vocab_size, (3, 9))
@@ -280,10 +280,21 @@ def test_a_missing_part_is_named_with_its_notebook_and_fallback_says_which(works
     mine = yours.Encoder(config, fallback=True)
     out = capsys.readouterr().out
     assert "EncoderBlock: the course's reference" in out and "LayerNorm: yours" in out
-    # The course's stack holds the learner's LayerNorm as its final norm and the course's blocks, which bring
-    # their own attention: only the parts that run are listed.
-    assert mine.yours == {"layer_norm": True, "encoder_block": False, "embeddings": False, "encoder_stack": False}
+    # The course's stack is built from the learner's parts: the course's blocks and embeddings (theirs are
+    # missing) hold the learner's LayerNorm and MultiHeadAttention, which runs the learner's attention.
+    assert mine.yours == {"scaled_dot_product_attention": True, "multi_head_attention": True, "layer_norm": True,
+                          "feed_forward": False, "encoder_block": False, "embeddings": False, "encoder_stack": False}
+    assert "MultiHeadAttention: yours" in out and "FeedForward: the course's reference" in out
+    block = mine.layers[0]
+    assert type(block) is ec.EncoderBlock and type(mine.embeddings) is ec.Embeddings
+    assert type(block.attn).__module__.endswith(".multi_head_attention")
+    assert all(type(m).__module__.endswith(".layer_norm") for m in (block.norm1, block.norm2, mine.embeddings.norm))
     assert sorted(mine.state_dict()) == sorted(ec.Encoder(config).state_dict())
+    reference = ec.Encoder(config).eval()
+    reference.load_state_dict(mine.state_dict())
+    ids = torch.randint(1, config.vocab_size, (2, 7))
+    with torch.no_grad():
+        torch.testing.assert_close(mine.eval()(ids), reference(ids), atol=1e-5, rtol=0)
 
 
 def test_a_part_edited_into_a_wrong_one_is_named(workspace, tmp_path, capsys):
@@ -377,3 +388,19 @@ def test_parts_save_and_load_when_an_earlier_part_was_skipped(workspace, tmp_pat
     assert yours.parts(workspace)["multi_head_attention"] and yours.parts(workspace)["layer_norm"]
     mine = yours.Encoder(ec.EncoderConfig.minilm_l6().replace(n_layers=1), fallback=True)
     assert mine.yours["multi_head_attention"] and not mine.yours["scaled_dot_product_attention"]
+
+
+def test_the_course_stack_runs_the_learners_attention_when_only_that_part_is_theirs(workspace, tmp_path, capsys):
+    pass_all(tmp_path, capsys, ("scaled_dot_product_attention",))
+    config = ec.EncoderConfig.minilm_l6().replace(n_layers=1)
+    mine = yours.Encoder(config, fallback=True).eval()
+    assert mine.yours["scaled_dot_product_attention"] and not mine.yours["multi_head_attention"]
+    attn = mine.layers[0].attn
+    assert type(attn) is ec.MultiHeadAttention and attn.implementation == "eager"  # no fused kernel stands in
+    assert attn.attention.__module__.endswith(".scaled_dot_product_attention")
+    calls = []
+    learners = attn.attention
+    attn.attention = lambda *args: calls.append(1) or learners(*args)
+    with torch.no_grad():
+        mine(torch.randint(1, 100, (2, 5)))
+    assert calls == [1]

@@ -1,7 +1,7 @@
 """The learner's modules: building them, reaching their parameters, randomising them, calling them.
 
 The class checkers build the learner's class at several sizes, give the contract's parameters random
-values, copy those into the package's reference module (built with ``fast=False``: the step-by-step
+values, copy those into the package's reference module (built with ``implementation="eager"``: the step-by-step
 path), and call both on the same inputs.
 """
 

@@ -297,7 +297,8 @@ def check_encoder_block(cls):
             rebuild = functools.partial(_build, name, cls, d_model, n_heads, d_ff, dropout=dropout,
                                         norm_first=norm_first)
             cand = rebuild()
-            ref = Reference(d_model, n_heads, d_ff, dropout=0.0, norm_first=norm_first, fast=False)
+            ref = Reference(d_model, n_heads, d_ff, dropout=0.0, norm_first=norm_first,
+                            implementation="eager")
             for path in _BLOCK_PATHS:
                 _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
             _randomise(name, cand, _BLOCK_PATHS, 41 + norm_first)

@@ -306,7 +306,7 @@ def _prepare(name, cls, cfg, seed):
     from ..encoder import Embeddings as Reference
 
     cand = _build(name, cls, cfg)
-    ref = Reference(cfg, fast=False)
+    ref = Reference(cfg.replace(implementation="eager"))
     _keys(name, cand, ref)
     paths = [path for path, _ in ref.named_parameters()]
     for path in paths:

@@ -188,7 +188,7 @@ def _one_layer_probe(name, cls, cfg, cand, label, ids, mask, types) -> str:
     one = cfg.replace(n_layers=1)
     try:
         single = _build(name, cls, one)
-        ref = Reference(one, fast=False).eval()
+        ref = Reference(one.replace(implementation="eager")).eval()
         paths = [path for path, _ in ref.named_parameters()]
         _copy_params(name, cand, single, paths)
         _copy_params(name, single, ref, paths)
@@ -234,7 +234,7 @@ def _prepare(name, cls, cfg, seed):
     from ..encoder import Encoder as Reference
 
     cand = _build(name, cls, cfg)
-    ref = Reference(cfg, fast=False)
+    ref = Reference(cfg.replace(implementation="eager"))
     # named_modules() lists a module object once: one block listed n_layers times counts once
     layers = [path for path, _ in cand.named_modules() if re.fullmatch(r"layers\.\d+", path)]
     if len(layers) != cfg.n_layers:

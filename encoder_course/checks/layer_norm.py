@@ -174,10 +174,10 @@ def check_layer_norm(cls):
     g = _gen(3)
     for d_model, eps, seed in ((16, None, 21), (8, 1e-3, 22)):
         if eps is None:
-            rebuild, ref = functools.partial(_build, name, cls, d_model), Reference(d_model, fast=False)
+            rebuild, ref = functools.partial(_build, name, cls, d_model), Reference(d_model, implementation="eager")
         else:
             rebuild = functools.partial(_build, name, cls, d_model, eps=eps)
-            ref = Reference(d_model, eps=eps, fast=False)
+            ref = Reference(d_model, eps=eps, implementation="eager")
         cand = rebuild()
         default_eps = getattr(cand, "eps", None)
         if eps is None and isinstance(default_eps, float) and default_eps != 1e-5:

@@ -278,7 +278,7 @@ def _heads_probe(name, cls, cand, label, x, mask, n_heads) -> str:
     d_model = x.shape[-1]
     try:  # a class that cannot be built or run with one head says nothing here
         one = _build(name, cls, d_model, 1)
-        ref = Reference(d_model, 1, fast=False).eval()
+        ref = Reference(d_model, 1, implementation="eager").eval()
         one.load_state_dict(cand.state_dict(), strict=False)
         _copy_params(name, one, ref, _MHA_PATHS)
         one.eval()
@@ -291,7 +291,7 @@ def _heads_probe(name, cls, cand, label, x, mask, n_heads) -> str:
         return ""
     # Every head the same uniform weights, w_v and w_o identities: each position's output is the mean of
     # x over its allowed keys, feature by feature, and a head's features must come back where they were.
-    ref = Reference(d_model, n_heads, fast=False).eval()
+    ref = Reference(d_model, n_heads, implementation="eager").eval()
     saved = {path: _sub(name, cand, path).detach().clone() for path in _MHA_PATHS}
     try:
         with torch.no_grad():
@@ -325,7 +325,7 @@ def check_multi_head_attention(cls):
     for index, (d_model, n_heads, seed) in enumerate(((16, 2, 11), (12, 3, 12), (16, 4, 14), (8, 1, 13))):
         rebuild = functools.partial(_build, name, cls, d_model, n_heads)
         cand = rebuild()
-        ref = Reference(d_model, n_heads, fast=False)
+        ref = Reference(d_model, n_heads, implementation="eager")
         for path in _MHA_PATHS:
             _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
         _randomise(name, cand, _MHA_PATHS, seed)
