@@ -21,7 +21,7 @@ __version__ = "0.2.0"
 _SOURCES = {
     "LearnedPositions": "positions", "SinusoidalPositions": "positions", "rotate_pairs": "positions",
     "sinusoidal_positions": "positions",
-    "fast_attention": "attention", "scaled_dot_product_attention": "attention",
+    "fused_attention": "attention", "scaled_dot_product_attention": "attention",
     "causal_mask": "masks", "padding_mask": "masks",
     "MultiHeadAttention": "multi_head", "merge_heads": "multi_head", "split_heads": "multi_head",
     "LayerNorm": "layer_norm",

@@ -2,7 +2,7 @@
 
 ``softmax(Q K^T / sqrt(d_k)) V`` with an optional bool mask (True = may attend). Two paths give
 the same numbers: :func:`scaled_dot_product_attention` materialises the weights (for teaching and
-plots), :func:`fast_attention` calls PyTorch's fused ``F.scaled_dot_product_attention``.
+plots), :func:`fused_attention` calls PyTorch's fused ``F.scaled_dot_product_attention``.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def scaled_dot_product_attention(
     return out, weights
 
 
-def fast_attention(
+def fused_attention(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,

@@ -19,7 +19,7 @@ from ._validate import (
     require_rank,
     require_width,
 )
-from .attention import fast_attention, scaled_dot_product_attention
+from .attention import fused_attention, scaled_dot_product_attention
 
 
 class eval_mode:  # a context manager, lower-case like torch.no_grad
@@ -108,7 +108,7 @@ class MultiHeadAttention(nn.Module):
         q, k, v = self._heads(x, mask)  # (B, H, L, d_head) each
         p = self.dropout if self.training else 0.0
         if self.implementation == "fused" and not need_weights:
-            heads, weights = fast_attention(q, k, v, mask, dropout_p=p), None  # (B, H, L, d_head)
+            heads, weights = fused_attention(q, k, v, mask, dropout_p=p), None  # (B, H, L, d_head)
         else:
             heads, weights = self.attention(q, k, v, mask)  # (B, H, L, d_head), (B, H, L, L)
             if p > 0.0:  # dropout on the weights: redo the weighted sum with the dropped weights

@@ -46,7 +46,7 @@ def test_attention_matches_torch_sdpa(shape, masked):
     assert ours.shape == (*lead, length, d + 3)
     assert weights.shape == (*lead, length, length + 2)
     torch.testing.assert_close(ours, ref, atol=ATOL, rtol=0)
-    fused = ec.fast_attention(q, k, v, mask)
+    fused = ec.fused_attention(q, k, v, mask)
     torch.testing.assert_close(fused, ours, atol=ATOL, rtol=0)
     torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]), atol=1e-6, rtol=0)
 
@@ -66,7 +66,7 @@ def test_fully_masked_row_is_zero_not_nan():
     torch.manual_seed(0)
     q, k, v = torch.randn(1, 3, 4), torch.randn(1, 3, 4), torch.randn(1, 3, 4)
     mask = torch.tensor([[[False, False, False], [True, False, False], [True, True, True]]])
-    for out in (ec.scaled_dot_product_attention(q, k, v, mask)[0], ec.fast_attention(q, k, v, mask)):
+    for out in (ec.scaled_dot_product_attention(q, k, v, mask)[0], ec.fused_attention(q, k, v, mask)):
         assert not torch.isnan(out).any()
         assert torch.equal(out[0, 0], torch.zeros(4))
     _, weights = ec.scaled_dot_product_attention(q, k, v, mask)

@@ -111,7 +111,7 @@ def test_token_vectors_match(ours, reference):
     assert diff <= TOLERANCE, f"token vectors differ by {diff:.2e}"
 
 
-def test_naive_path_matches_fast_path(ours):
+def test_eager_implementation_matches_the_fused_one(ours):
     hidden, mask = ours.encode_tokens(SENTENCES[:3])
     naive = ec.Encoder(ours.encoder.config.replace(implementation="eager")).eval()
     naive.load_state_dict(ours.encoder.state_dict())

@@ -77,7 +77,7 @@ def test_inputs_are_never_modified():
     mask = torch.rand(2, 4, 4) > 0.5
     copies = [t.clone() for t in (q, k, v, mask)]
     ec.scaled_dot_product_attention(q, k, v, mask)
-    ec.fast_attention(q, k, v, mask)
+    ec.fused_attention(q, k, v, mask)
     for before, after in zip(copies, (q, k, v, mask)):
         assert torch.equal(before, after)
     x = torch.randn(2, 4, 16)

@@ -70,7 +70,7 @@ def test_half_precision_step_by_step_attention_does_not_overflow():
     out, weights = ec.scaled_dot_product_attention(q, k, v)
     assert out.dtype == weights.dtype == torch.float16
     assert torch.isfinite(out).all() and torch.isfinite(weights).all()
-    torch.testing.assert_close(out, ec.fast_attention(q, k, v), atol=2e-3, rtol=0)
+    torch.testing.assert_close(out, ec.fused_attention(q, k, v), atol=2e-3, rtol=0)
     torch.testing.assert_close(out.float(), ec.scaled_dot_product_attention(q.float(), k.float(), v.float())[0],
                                atol=2e-3, rtol=0)
 
@@ -126,7 +126,7 @@ def test_seed_everything_accepts_the_whole_range():
     lambda: ec.FeedForward(8, 16, dropout=-0.1),
     lambda: ec.EncoderBlock(8, 2, 16, dropout=1.5),
     lambda: _config(dropout=2.0),
-    lambda: ec.fast_attention(torch.ones(1, 2, 4), torch.ones(1, 2, 4), torch.ones(1, 2, 4), dropout_p=1.0),
+    lambda: ec.fused_attention(torch.ones(1, 2, 4), torch.ones(1, 2, 4), torch.ones(1, 2, 4), dropout_p=1.0),
 ])
 def test_every_dropout_rate_is_checked_the_same_way(make):
     with pytest.raises(ValueError, match=r"must be in \[0, 1\)"):
