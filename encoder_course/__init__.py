@@ -1,14 +1,17 @@
 """encoder_course: the Transformer encoder built from scratch in PyTorch, one concept per module.
 
-The model, in course order: positions, attention, masks, multi_head, layer_norm, feed_forward,
-block, encoder (with pooling and blockwise attention beside them). Masks are bool with
+The top level is the model alone, in course order: positions, attention, masks, multi_head, layer_norm,
+feed_forward, block, encoder (with pooling and blockwise attention beside them), and ``count_parameters``,
+the breakdown of a model's parameters that the package contract promises. Masks are bool with
 True = may attend.
 
 ``import encoder_course`` itself imports nothing (not even torch): each name below loads its module
-on first use, so ``encoder-course --help`` answers at once. The measurements
-(``encoder_course.counting``, ``cost``, ``timing``, ...), the bridges to ``torch.nn`` and checkpoints
-(``encoder_course.interop``), the figures (``plots``), the widgets (``widgets``), the exercise
-checkers (``checks``) and the course machinery (``course``) are imported when asked for.
+on first use, so ``encoder-course --help`` answers at once. Everything else lives in named subpackages,
+imported when asked for: the measurements the notebooks present (``encoder_course.measure``), the bridges
+to ``torch.nn``, checkpoints and the pretrained model (``encoder_course.interop``), the notebooks' helpers
+(``encoder_course.tools``: ``show_source``, ``seed_everything``, ...), the figures (``plots``), the widgets
+(``widgets``), the exercise checkers (``checks``), the learner's own encoder (``yours``) and the course
+machinery (``course``).
 """
 
 from __future__ import annotations
@@ -30,11 +33,7 @@ _SOURCES = {
     "Embeddings": "encoder", "Encoder": "encoder", "EncoderConfig": "encoder", "EncoderParts": "encoder",
     "mean_pool": "pooling",
     "chunked_attention": "blockwise", "online_softmax_attention": "blockwise",
-    "count_parameters": "counting",
-    "bytes_per_element": "cost", "crossover_length": "cost", "layer_flops": "cost", "score_bytes": "cost",
-    "to_torch_padding_mask": "interop",
-    "environment": "utils", "pick_device": "utils", "seed_everything": "utils", "show_source": "utils",
-    "source_of": "utils",
+    "count_parameters": "measure.counting",
 }
 
 __all__ = sorted(_SOURCES)

@@ -1,4 +1,4 @@
-"""encoder_course.cost: FLOP and memory formulas against torch's FLOP counter and real tensors; the benchmark."""
+"""measure.cost: FLOP and memory formulas against torch's FLOP counter and real tensors; the benchmark."""
 
 import pytest
 import torch
@@ -6,12 +6,12 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 import encoder_course as ec
-from encoder_course import cost
+from encoder_course.measure import cost
 
 # ---- formulas vs torch's FLOP counter ----
 
 def test_bert_base_layer_figures_at_512():
-    f = ec.layer_flops(512, 768, 3072)
+    f = cost.layer_flops(512, 768, 3072)
     # multiply-accumulates: QK^T 201M, AV 201M, projections 1.21G, FFN 2.42G (FLOPs are twice these)
     assert f["scores"] // 2 == f["weighted_values"] // 2 == 201_326_592
     assert f["projections"] // 2 == 1_207_959_552
@@ -27,7 +27,7 @@ def test_counter_on_a_real_naive_block_equals_the_formula_and_counts_nothing_els
     counter = FlopCounterMode(display=False)
     with counter, torch.inference_mode():
         block(x)
-    f = ec.layer_flops(512, 768, 3072)
+    f = cost.layer_flops(512, 768, 3072)
     assert counter.get_total_flops() == f["total"] == 8_053_063_680
     by_op = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
     # Only the matrix products are counted: linear layers (addmm) and the two attention bmm's.
@@ -38,14 +38,14 @@ def test_fused_block_counted_under_the_math_backend():
     block = ec.EncoderBlock(64, 4, 256, implementation="fused").eval()
     x = torch.randn(2, 40, 64)
     with sdpa_kernel(SDPBackend.MATH), torch.inference_mode():
-        assert cost.measure_flops(block, x) == ec.layer_flops(40, 64, 256, batch=2)["total"]
+        assert cost.measure_flops(block, x) == cost.layer_flops(40, 64, 256, batch=2)["total"]
 
 
 @pytest.mark.parametrize("seq_len", [1, 7, 128, 4608, 16384])
 @pytest.mark.parametrize("d_model,n_heads", [(768, 12), (384, 6)])
 def test_measured_components_equal_formula(seq_len, d_model, n_heads):
     measured = cost.measured_layer_flops(seq_len, d_model, n_heads, 4 * d_model, batch=2)
-    assert measured == ec.layer_flops(seq_len, d_model, 4 * d_model, batch=2)
+    assert measured == cost.layer_flops(seq_len, d_model, 4 * d_model, batch=2)
 
 
 def test_measured_on_cpu_equals_measured_on_meta():
@@ -61,13 +61,13 @@ def test_measure_flops_of_a_matmul():
 
 def test_crossover_is_where_the_quadratic_part_equals_the_rest():
     for d, d_ff in ((768, 3072), (512, 2048), (384, 1536), (64, 100)):
-        L = ec.crossover_length(d, d_ff)
-        f = ec.layer_flops(L, d, d_ff)
+        L = cost.crossover_length(d, d_ff)
+        f = cost.layer_flops(L, d, d_ff)
         assert f["scores"] + f["weighted_values"] == f["projections"] + f["ffn"]
-        before, after = ec.layer_flops(L - 1, d, d_ff), ec.layer_flops(L + 1, d, d_ff)
+        before, after = cost.layer_flops(L - 1, d, d_ff), cost.layer_flops(L + 1, d, d_ff)
         assert before["scores"] + before["weighted_values"] < before["projections"] + before["ffn"]
         assert after["scores"] + after["weighted_values"] > after["projections"] + after["ffn"]
-    assert ec.crossover_length(768, 3072) == 4608 == 6 * 768
+    assert cost.crossover_length(768, 3072) == 4608 == 6 * 768
 
 
 def test_attention_flops_match_counter():
@@ -82,21 +82,21 @@ def test_attention_flops_match_counter():
 def test_score_bytes_equal_nbytes_of_materialised_weights(dtype):
     q = torch.randn(2, 3, 33, 8, dtype=dtype)
     _, weights = ec.scaled_dot_product_attention(q, q, q)  # (B, H, L, L)
-    assert weights.nbytes == ec.score_bytes(33, n_heads=3, batch=2, dtype=dtype)
-    assert ec.bytes_per_element(dtype) == weights.element_size()
+    assert weights.nbytes == cost.score_bytes(33, n_heads=3, batch=2, dtype=dtype)
+    assert cost.bytes_per_element(dtype) == weights.element_size()
 
 
 def test_one_head_at_4096_in_float16():
     scores = torch.empty(4096, 4096, dtype=torch.float16)
     assert scores.numel() == 16_777_216
-    assert scores.nbytes == ec.score_bytes(4096, dtype=torch.float16) == 32 * 2**20
-    assert ec.score_bytes(4096, n_heads=16, dtype=torch.float16) == 512 * 2**20
+    assert scores.nbytes == cost.score_bytes(4096, dtype=torch.float16) == 32 * 2**20
+    assert cost.score_bytes(4096, n_heads=16, dtype=torch.float16) == 512 * 2**20
 
 
 # ---- the scripts, on tiny sizes ----
 
 def test_bench_stacks_agree_and_benchmark_runs():
-    from encoder_course import bench
+    from encoder_course.measure import bench
 
     small = dict(d_model=32, n_heads=4, d_ff=64, n_layers=2)
     results = bench.benchmark(shapes=((2, 8),), warmup=0, repeats=1, config=small)
@@ -137,7 +137,7 @@ def test_naive_attention_holds_scores_and_weights_chunked_and_fused_do_not():
 
     L, d = 1024, 64
     q, k, v = (torch.randn(1, 2, L, d) for _ in range(3))  # (B, H, L, d_head)
-    scores = ec.score_bytes(L, n_heads=2)
+    scores = cost.score_bytes(L, n_heads=2)
     out = q.nbytes
     with torch.no_grad():
         naive = cost.measure_peak_bytes(ec.scaled_dot_product_attention, q, k, v)
@@ -164,7 +164,7 @@ def test_saved_for_backward_keeps_the_attention_weights_of_the_step_by_step_path
         assert not any(s["shape"] in parameter_shapes for s in saved)  # parameters existed before: not counted
         weights_saved[fast] = [s for s in saved if s["shape"] == (B, H, L, L)]
     assert len(weights_saved[False]) == n  # one (B, H, L, L) tensor of weights per layer
-    assert sum(s["bytes"] for s in weights_saved[False]) == n * ec.score_bytes(L, H, B)
+    assert sum(s["bytes"] for s in weights_saved[False]) == n * cost.score_bytes(L, H, B)
     assert weights_saved[True] == []  # the fused kernel keeps no L x L matrix
 
 

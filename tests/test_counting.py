@@ -1,9 +1,9 @@
-"""Parameter counts from a configuration alone (encoder_course.counting.analytic_parameter_counts, notebook 08)."""
+"""Parameter counts from a configuration alone (measure.counting.analytic_parameter_counts, notebook 08)."""
 
 import pytest
 
 import encoder_course as ec
-from encoder_course.counting import analytic_parameter_counts
+from encoder_course.measure.counting import analytic_parameter_counts
 
 
 @pytest.mark.parametrize("changes", [

@@ -5,6 +5,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import encoder_course as ec
+from encoder_course.measure import cost
 
 
 def test_bert_base_counts_exactly():
@@ -45,16 +46,16 @@ def test_layer_flops_equal_torch_flop_counter():
     x = torch.randn(1, 512, 768)
     with FlopCounterMode(display=False) as counter, torch.no_grad():
         block(x)
-    assert counter.get_total_flops() == ec.layer_flops(512, 768, 3072)["total"] == 8_053_063_680
+    assert counter.get_total_flops() == cost.layer_flops(512, 768, 3072)["total"] == 8_053_063_680
 
 
 def test_score_bytes_equal_materialised_scores():
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         scores = torch.empty(2, 3, 64, 64, dtype=dtype)
-        assert ec.score_bytes(64, n_heads=3, batch=2, dtype=dtype) == scores.nbytes
-    assert ec.score_bytes(4096, dtype=torch.float16) == 32 * 2**20
-    assert ec.score_bytes(4096, n_heads=16, dtype=torch.float16) == 512 * 2**20
-    assert ec.crossover_length(768, 3072) == 6 * 768
+        assert cost.score_bytes(64, n_heads=3, batch=2, dtype=dtype) == scores.nbytes
+    assert cost.score_bytes(4096, dtype=torch.float16) == 32 * 2**20
+    assert cost.score_bytes(4096, n_heads=16, dtype=torch.float16) == 512 * 2**20
+    assert cost.crossover_length(768, 3072) == 6 * 768
 
 
 # ---- bad input: each error says what was expected and what came ----

@@ -1,11 +1,11 @@
-"""The gradient measurements of notebooks 05 and 07 (encoder_course.gradient_flow)."""
+"""The gradient measurements of notebooks 05 and 07 (encoder_course.measure.gradient_flow)."""
 
 import math
 
 import pytest
 import torch
 
-from encoder_course.gradient_flow import (
+from encoder_course.measure.gradient_flow import (
     last_over_first_over_stacks,
     mean_placement_profile,
     norm_placement_profile,

@@ -1,10 +1,10 @@
-"""The random 8-head encoder of notebook 04 (encoder_course.head_maps)."""
+"""The random 8-head encoder of notebook 04 (encoder_course.measure.head_maps)."""
 
 import pytest
 import torch
 
-from encoder_course import head_maps
-from encoder_course.head_maps import HEAD_COUNT, HEAD_LAYERS, HEAD_SENTENCES, head_weights
+from encoder_course.measure import head_maps
+from encoder_course.measure.head_maps import HEAD_COUNT, HEAD_LAYERS, HEAD_SENTENCES, head_weights
 
 
 def test_head_weights_are_distributions():

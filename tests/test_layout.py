@@ -104,3 +104,52 @@ def test_broadcast_shape_agrees_with_torch():
 def test_no_module_is_over_about_600_lines(path):
     lines = len(path.read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{path.name} has {lines} lines"
+
+
+def test_the_top_of_the_package_is_the_model_and_the_rest_in_named_subpackages():
+    modules = {p.stem for p in PACKAGE.glob("*.py")}
+    assert modules == set(MODEL) | {"__init__", "_validate", "yours"}, modules  # yours: the learner's own encoder
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == {"checks", "course", "data", "interop", "measure", "plots", "tools", "widgets"}, folders
+    import encoder_course
+
+    homes = {encoder_course._SOURCES[name] for name in encoder_course.__all__}
+    assert homes - set(MODEL) == {"measure.counting"}  # count_parameters, which the package contract promises
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Every module of the package and the package modules it imports (lazily or not), by dotted name."""
+    names = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {}
+    for name, path in names.items():
+        here = name.split(".") if path.stem == "__init__" else name.split(".")[:-1]
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = ".".join(here[:len(here) - node.level + 1] + [node.module or ""]) if node.level else node.module
+                targets |= {base.rstrip(".")} | {f"{base.rstrip('.')}.{a.name}" for a in node.names}
+            elif isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names}
+        found = set()
+        for target in targets:
+            while target and target not in names:
+                target = target.rpartition(".")[0]
+            if target and target != name and not name.startswith(target + "."):  # a parent package is implied
+                found.add(target)
+        graph[name] = found
+    return graph
+
+
+def test_no_module_imports_in_a_cycle():
+    graph = _module_graph()
+    assert graph["encoder_course.yours"] >= {"encoder_course.course.workspace"}  # the walk sees imports
+
+    def reaches(start, goal, seen):
+        return any(nxt == goal or (nxt not in seen and not seen.add(nxt) and reaches(nxt, goal, seen))
+                   for nxt in graph[start])
+
+    cycles = sorted(name for name in graph if reaches(name, name, set()))
+    assert not cycles, f"modules in an import cycle: {cycles}"

@@ -223,7 +223,8 @@ PROOF = textwrap.dedent('''
         else:
             raise AssertionError(f"{part.__name__} still runs")
 
-    from encoder_course import pretrained, yours
+    from encoder_course import yours
+    from encoder_course.interop import pretrained
     from encoder_course.encoder import EncoderConfig
     config = EncoderConfig.minilm_l6()
     mine = yours.Encoder(config)
@@ -270,7 +271,7 @@ def test_every_exercise_done_gives_an_encoder_that_is_all_yours_and_equals_minil
 
     import torch
 
-    from encoder_course import pretrained
+    from encoder_course.interop import pretrained
 
     reference = sentence_transformers.SentenceTransformer(str(pretrained.default_model_dir()), device="cpu")
     theirs = reference.encode(SENTENCES, convert_to_tensor=True).cpu()

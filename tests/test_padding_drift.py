@@ -1,10 +1,10 @@
-"""The padding-length experiment of notebook 03 (encoder_course.padding_drift)."""
+"""The padding-length experiment of notebook 03 (encoder_course.measure.padding_drift)."""
 
 import pytest
 import torch
 
-from encoder_course import padding_drift
-from encoder_course.padding_drift import PADDING_MAX, PADDING_SENTENCE, padded_outputs, worst_drift
+from encoder_course.measure import padding_drift
+from encoder_course.measure.padding_drift import PADDING_MAX, PADDING_SENTENCE, padded_outputs, worst_drift
 
 PAD_LENGTHS = (0, 1, 3, 8, 31, 62, 93, 123, 124)
 

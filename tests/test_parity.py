@@ -84,7 +84,7 @@ def test_multi_head_matches_nn_multihead(implementation, masked):
     assert isinstance(theirs, nn.MultiheadAttention) and not theirs.training
     x = torch.randn(batch, length, d_model)
     mask = random_padding(batch, length) if masked else None
-    key_padding = ec.to_torch_padding_mask(mask) if masked else None
+    key_padding = interop.to_torch_padding_mask(mask) if masked else None
     ref, _ = theirs(x, x, x, key_padding_mask=key_padding, need_weights=False)
     out = ours(x, mask)
     assert out.shape == (batch, length, d_model)
@@ -119,7 +119,7 @@ def test_block_matches_transformer_encoder_layer(norm_first, activation, impleme
     assert isinstance(theirs, nn.TransformerEncoderLayer) and theirs.norm_first == norm_first
     x = torch.randn(batch, length, d_model)
     mask = random_padding(batch, length)
-    ref = theirs(x, src_key_padding_mask=ec.to_torch_padding_mask(mask))
+    ref = theirs(x, src_key_padding_mask=interop.to_torch_padding_mask(mask))
     out = ours(x, mask)
     real = mask[:, 0, 0, :]  # torch's fast path may leave padded positions different: compare real tokens
     torch.testing.assert_close(out[real], ref[real], atol=ATOL, rtol=0)
@@ -140,7 +140,7 @@ def test_encoder_stack_matches_nn_transformer_encoder(norm_first):
     ids[1, 6:] = 0
     mask = ec.padding_mask(ids, 0)
     x = ours.embeddings(ids)
-    ref = theirs(x, src_key_padding_mask=ec.to_torch_padding_mask(mask))
+    ref = theirs(x, src_key_padding_mask=interop.to_torch_padding_mask(mask))
     out = ours(ids, mask)
     real = mask[:, 0, 0, :]
     torch.testing.assert_close(out[real], ref[real], atol=ATOL, rtol=0)

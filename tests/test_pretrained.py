@@ -15,7 +15,8 @@ import pytest
 import torch
 
 import encoder_course as ec
-from encoder_course import interop, pretrained
+from encoder_course import interop
+from encoder_course.interop import pretrained
 
 TOLERANCE = 1e-5
 

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import encoder_course as ec
+from encoder_course import interop
 
 
 def test_sinusoidal_positions_formula():
@@ -59,7 +60,7 @@ def test_masks_follow_the_convention():
     assert c.dtype == torch.bool and c.shape == (4, 4)
     assert c.tolist() == [[True, False, False, False], [True, True, False, False],
                           [True, True, True, False], [True, True, True, True]]
-    assert ec.to_torch_padding_mask(m).tolist() == [[False, False, True, True], [False, True, True, True]]
+    assert interop.to_torch_padding_mask(m).tolist() == [[False, False, True, True], [False, True, True, True]]
 
 
 def test_attention_rows_sum_to_one_and_masked_keys_get_zero():

@@ -1,9 +1,9 @@
-"""The sequential depth of notebook 02 (encoder_course.sequential_steps): a recurrence against attention."""
+"""The sequential depth of notebook 02 (encoder_course.measure.sequential_steps): a recurrence against attention."""
 
 import pytest
 import torch
 
-from encoder_course.sequential_steps import recurrence_and_attention_depth, sequential_depth
+from encoder_course.measure.sequential_steps import recurrence_and_attention_depth, sequential_depth
 
 
 def test_depth_of_simple_chains():

@@ -39,5 +39,5 @@ def test_the_pattern_catches_what_it_must():
     for sentence in ("The seed text says 4x is optimal.", "the seed's recipe", "as the seed claims",
                      "see SEED_NOTES", "the design documents", "The seed says"):
         assert DESIGN_DOCUMENTS.search(sentence), sentence
-    for sentence in ("ec.seed_everything(0)", "fixes the random seed, so the numbers", "seed: which random encoder"):
+    for sentence in ("tools.seed_everything(0)", "fixes the random seed, so the numbers", "seed: which random encoder"):
         assert not DESIGN_DOCUMENTS.search(sentence), sentence

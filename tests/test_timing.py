@@ -1,4 +1,4 @@
-"""encoder_course.timing: the timing routine on CPU, the log-log slope, the attention sweep, the GPU sweep
+"""encoder_course.measure.timing: the timing routine on CPU, the log-log slope, the attention sweep, the GPU sweep
 script (run on CPU with tiny sizes) and the stored GPU results."""
 
 import json
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import encoder_course as ec
-from encoder_course import timing
+from encoder_course.measure import cost, timing
 
 
 def test_time_fn_on_cpu_returns_sane_numbers():
@@ -67,7 +67,7 @@ def test_attention_sweep_rows():
     assert all(s == "ok" for key, s in status.items() if key != ("naive", 32))
     for r in rows:
         assert r["flops"] == 4 * 2 * r["seq_len"] ** 2 * 64
-        assert r["score_bytes"] == ec.score_bytes(r["seq_len"], 2)
+        assert r["score_bytes"] == cost.score_bytes(r["seq_len"], 2)
         if r["status"] == "ok":
             assert r["median_s"] > 0 and r["tflops_per_s"] > 0
     with pytest.raises(ValueError):
@@ -135,5 +135,5 @@ def test_allocation_sweep_rows():
     assert [r["seq_len"] for r in rows] == [16, 32]
     for r in rows:
         assert r["same_output"] and r["naive_s"] > 0 and r["buffers_s"] > 0
-        assert r["score_bytes"] == ec.score_bytes(r["seq_len"], 2)
+        assert r["score_bytes"] == cost.score_bytes(r["seq_len"], 2)
         assert r["fresh_bytes"] is None or r["fresh_bytes"] >= 0

@@ -5,7 +5,7 @@ from collections import Counter
 import pytest
 import torch
 
-from encoder_course import training as T
+from encoder_course.measure import training as T
 
 
 def _labels_by_hand(seq, n_classes):

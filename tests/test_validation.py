@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import encoder_course as ec
-from encoder_course import blockwise
+from encoder_course import blockwise, tools
 
 PACKAGE = Path(ec.__file__).parent
 
@@ -113,12 +113,12 @@ def test_learned_positions_check_their_sizes(args, error, words):
 @pytest.mark.parametrize("seed, error", [(2**70, ValueError), (-1, ValueError), (1.5, TypeError), ("1", TypeError)])
 def test_seed_everything_explains_a_bad_seed(seed, error):
     with pytest.raises(error, match="seed must be an int"):
-        ec.seed_everything(seed)
+        tools.seed_everything(seed)
 
 
 def test_seed_everything_accepts_the_whole_range():
-    ec.seed_everything(2**64 - 1)
-    ec.seed_everything(0)
+    tools.seed_everything(2**64 - 1)
+    tools.seed_everything(0)
 
 
 @pytest.mark.parametrize("make", [
@@ -144,13 +144,13 @@ def test_a_long_sequence_gets_the_same_message_everywhere():
 
 
 def test_pick_device_says_what_it_picked():
-    device, reason = ec.pick_device()
+    device, reason = tools.pick_device()
     assert isinstance(device, torch.device) and reason
     if device.type == "cpu":
         assert "Runtime > Change runtime type > GPU" in reason
-    assert ec.pick_device("cpu")[0].type == "cpu"
+    assert tools.pick_device("cpu")[0].type == "cpu"
     with pytest.raises(ValueError, match="prefer must be"):
-        ec.pick_device("tpu")
+        tools.pick_device("tpu")
 
 
 def _package_sources():
@@ -161,8 +161,8 @@ def _package_sources():
     ("longer than the position table", "_validate.py"),
     ("must be in [0, 1)", "_validate.py"),
     ("must be an integer tensor", "_validate.py"),
-    ("in_proj_weight", "interop.py"),
-    ("in_proj_bias", "interop.py"),
+    ("in_proj_weight", "interop/bridges.py"),
+    ("in_proj_bias", "interop/bridges.py"),
 ])
 def test_each_input_check_and_the_torch_weight_copy_are_written_once(phrase, home):
     places = [p.relative_to(PACKAGE).as_posix() for p, text in _package_sources().items()

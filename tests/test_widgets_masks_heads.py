@@ -10,8 +10,8 @@ import pytest
 from matplotlib.figure import Figure
 
 from encoder_course import widgets
-from encoder_course.head_maps import HEAD_COUNT, HEAD_LAYERS, HEAD_SENTENCES
-from encoder_course.padding_drift import PADDING_MAX
+from encoder_course.measure.head_maps import HEAD_COUNT, HEAD_LAYERS, HEAD_SENTENCES
+from encoder_course.measure.padding_drift import PADDING_MAX
 
 # The padding slider runs 0..124 in steps of 1: a coarse grid with both ends, the story's 3 and 124.
 PAD_LENGTHS = (0, 1, 3, 8, 31, 62, 93, 123, 124)

@@ -14,7 +14,8 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from encoder_course import pretrained, widgets
+from encoder_course import widgets
+from encoder_course.interop import pretrained
 
 
 @pytest.fixture(scope="module")

@@ -490,14 +490,14 @@ def _should_save() -> bool:
 
 def _save(key: str, candidate) -> str:
     """Save a passing answer to the learner's workspace; return the line to print."""
-    from .. import yours
+    from ..course import workspace
 
     try:
         def problem(obj):
             result = verdict(key, obj)
             return None if result.status == "passed" else result.message.splitlines()[0]
 
-        path = yours.save_part(key, candidate, verify=problem)
+        path = workspace.save_part(key, candidate, verdict, verify=problem)
     except Exception as exc:  # a passing answer is never turned into a failure by the saving
         return f"  (not saved to your encoder: {exc})"
     return f"  saved as part of your encoder: {path.parent.name}/{path.name}"

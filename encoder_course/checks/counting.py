@@ -197,7 +197,7 @@ def _in_units(amount: int, c) -> str:
 @probe
 def _probe(name: str, fn, config) -> str:
     """Vary one field of ``config`` at a time and name the change the learner's count responds to wrongly."""
-    from ..counting import analytic_parameter_counts
+    from ..measure.counting import analytic_parameter_counts
 
     def count(c, what=""):
         value = _invoke(name, f"for the same config with {what}" if what else "", fn, c)
@@ -275,7 +275,7 @@ def _check_number(name: str, value, label: str, want: int) -> int:
 @_checker("parameter_count")
 def check_parameter_count(fn):
     """Check ``parameter_count(config) -> int`` against ``count_parameters(Encoder(config))["total"]``."""
-    from ..counting import analytic_parameter_counts
+    from ..measure.counting import analytic_parameter_counts
 
     name = exercise("parameter_count").name
     configs = _configs()

@@ -127,9 +127,9 @@ _DECLARED = (
     ),
     Exercise(
         key="parameter_count", name="parameter_count", notebook="08_stacking",
-        kind="function", reference="encoder_course.counting.parameter_count", part=True,
-        locked=("encoder_course.counting.analytic_parameter_counts", "encoder_course.counting.count_parameters",
-                "encoder_course.encoder.Encoder"),
+        kind="function", reference="encoder_course.measure.counting.parameter_count", part=True,
+        locked=("encoder_course.measure.counting.analytic_parameter_counts",
+                "encoder_course.measure.counting.count_parameters", "encoder_course.encoder.Encoder"),
         shape_hint="Count with plain Python ints from the config's fields (config.d_model, config.d_ff, "
                    "config.n_layers, ...): no tensors are needed.",
     ),
@@ -153,7 +153,7 @@ _DECLARED = (
     ),
     Exercise(
         key="masked_token_loss", name="masked_token_loss", notebook="10_training",
-        kind="function", reference="encoder_course.training.masked_token_loss", part=True,
+        kind="function", reference="encoder_course.measure.training.masked_token_loss", part=True,
         shape_hint="F.cross_entropy wants the classes on dim 1: pick the real tokens with logits[mask] "
                    "(N, C) and labels[mask] (N,), or flatten to (B * L, C) and (B * L,).",
     ),

@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return budgets_main(args.names + (["--readme"] if args.readme else []))
     if args.command == "info":
-        from ..utils import environment
+        from ..tools import environment
 
         for key, value in environment().items():
             sys.stdout.write(f"{key:12s} {value}\n")

@@ -14,7 +14,7 @@ exercise they have not written, and the self-check (``pytest --nbval-lax``) judg
 whether it raises, never by what a saved notebook happens to hold.
 
 No stored output shows the course's answer to an exercise either. A code cell that shows an answer
-(``ec.show_source`` on an exercise's reference, on a method of it, or on a function the registry locks
+(``tools.show_source`` on an exercise's reference, on a method of it, or on a function the registry locks
 with it, or any stored output that holds such source) loses its outputs, and a markdown cell above it
 labels it as a spoiler, to run after the exercise's check passes (:func:`spoiled_exercises`).
 

@@ -190,7 +190,7 @@ def _pass_line_output(outputs) -> list:
 
 
 def _source_output(output):
-    """``ec.show_source`` output (Pygments HTML with a global <style>) as a code block, folded when long."""
+    """``tools.show_source`` output (Pygments HTML with a global <style>) as a code block, folded when long."""
     data = output.get("data", {})
     markup, text = data.get("text/html", ""), data.get("text/plain")
     if not (text and "<style>" in markup and 'class="highlight"' in markup):

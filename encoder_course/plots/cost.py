@@ -72,7 +72,7 @@ def layer_flops_vs_length(lengths, formula: dict, measured: dict | None = None, 
 
 def attention_time_vs_length(rows, slopes: dict | None = None, title: str = "Attention time against L",
                              ax=None, stat: str = "median_s"):
-    """Time of each attention method against L (log-log), from :func:`encoder_course.timing.attention_sweep` rows.
+    """Time of each attention method against L (log-log), from ``measure.timing.attention_sweep`` rows.
 
     Args:
         rows: dicts with ``method``, ``seq_len``, ``status`` and ``median_s`` (and ``min_s``).

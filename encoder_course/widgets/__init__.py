@@ -8,8 +8,8 @@ through :mod:`._display`. Notebooks call ``widgets.<name>(...)``. A module is na
 module's ``__all__`` is exported here, with nothing to add by hand.
 
 The experiments the explorers show are measurements with modules of their own, named for what they
-measure: :mod:`encoder_course.gradient_flow` (05, 07), :mod:`encoder_course.padding_drift` (03),
-:mod:`encoder_course.head_maps` (04), :mod:`encoder_course.counting` (08), :mod:`encoder_course.cost` (09).
+measure, in :mod:`encoder_course.measure`: ``gradient_flow`` (05, 07), ``padding_drift`` (03),
+``head_maps`` (04), ``counting`` (08), ``cost`` (09).
 
 ============================== ================================================================
 module                         explorers

@@ -1,11 +1,11 @@
-"""Notebook 09: the cost explorer (formulas and FLOP counts from :mod:`encoder_course.cost`)."""
+"""Notebook 09: the cost explorer (formulas and FLOP counts from :mod:`encoder_course.measure.cost`)."""
 
 from __future__ import annotations
 
 import torch
 
 from .. import plots
-from ..cost import crossover_length, layer_flops, measured_layer_flops, score_bytes
+from ..measure.cost import crossover_length, layer_flops, measured_layer_flops, score_bytes
 from ._display import show_figure
 
 #: What the notebooks reach as ``widgets.<name>``.

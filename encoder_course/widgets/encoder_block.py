@@ -1,10 +1,10 @@
 """Notebook 07: post-LN vs pre-LN at initialisation
-(the measurement is :func:`encoder_course.gradient_flow.mean_placement_profile`)."""
+(the measurement is :func:`encoder_course.measure.gradient_flow.mean_placement_profile`)."""
 
 from __future__ import annotations
 
 from .. import plots
-from ..gradient_flow import mean_placement_profile
+from ..measure.gradient_flow import mean_placement_profile
 from ._display import showing
 
 #: What the notebooks reach as ``widgets.<name>``.

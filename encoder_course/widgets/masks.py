@@ -1,9 +1,9 @@
-"""Notebook 03: the padding explorer (the experiment is :mod:`encoder_course.padding_drift`)."""
+"""Notebook 03: the padding explorer (the experiment is :mod:`encoder_course.measure.padding_drift`)."""
 
 from __future__ import annotations
 
 from .. import plots
-from ..padding_drift import PADDING_MAX, PADDING_SENTENCE, padded_outputs, worst_drift
+from ..measure.padding_drift import PADDING_MAX, PADDING_SENTENCE, padded_outputs, worst_drift
 from ._display import show_figure
 
 #: What the notebooks reach as ``widgets.<name>``.

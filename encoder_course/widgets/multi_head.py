@@ -1,9 +1,9 @@
-"""Notebook 04: the heads explorer (the random encoder is :mod:`encoder_course.head_maps`)."""
+"""Notebook 04: the heads explorer (the random encoder is :mod:`encoder_course.measure.head_maps`)."""
 
 from __future__ import annotations
 
 from .. import plots
-from ..head_maps import HEAD_COUNT, HEAD_LAYERS, HEAD_SENTENCES, head_weights
+from ..measure.head_maps import HEAD_COUNT, HEAD_LAYERS, HEAD_SENTENCES, head_weights
 from ._display import show_figure
 
 #: What the notebooks reach as ``widgets.<name>``.

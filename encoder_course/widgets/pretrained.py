@@ -1,5 +1,5 @@
 """Notebook 11: real attention maps of all-MiniLM-L6-v2
-(computed by :meth:`encoder_course.pretrained.SentenceEncoder.attention`)."""
+(computed by :meth:`encoder_course.interop.pretrained.SentenceEncoder.attention`)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def real_attention_view(attention, sentence_index: int = 0, layer: int = 0, head
 
     Args:
         attention: precomputed maps, as returned by
-            ``encoder_course.pretrained.SentenceEncoder.attention(sentences)`` (a list of dicts
+            ``encoder_course.interop.pretrained.SentenceEncoder.attention(sentences)`` (a list of dicts
             with ``sentence``, ``tokens`` and ``weights`` ``(n_layers, H, L, L)``), so the
             callback only draws.
         sentence_index: which sentence.

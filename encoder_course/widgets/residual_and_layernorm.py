@@ -1,10 +1,10 @@
 """Notebook 05: gradients through a deep stack, with and without residual paths
-(the measurement is :func:`encoder_course.gradient_flow.residual_stack_gradient_norms`)."""
+(the measurement is :func:`encoder_course.measure.gradient_flow.residual_stack_gradient_norms`)."""
 
 from __future__ import annotations
 
 from .. import plots
-from ..gradient_flow import residual_stack_gradient_norms
+from ..measure.gradient_flow import residual_stack_gradient_norms
 from ._display import showing
 
 #: What the notebooks reach as ``widgets.<name>``.

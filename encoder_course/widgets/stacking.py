@@ -1,11 +1,11 @@
 """Notebook 08: the configuration explorer
-(the counts are :func:`encoder_course.counting.analytic_parameter_counts`)."""
+(the counts are :func:`encoder_course.measure.counting.analytic_parameter_counts`)."""
 
 from __future__ import annotations
 
 from .. import plots
-from ..counting import analytic_parameter_counts
 from ..encoder import EncoderConfig
+from ..measure.counting import analytic_parameter_counts
 from ._display import showing
 
 #: What the notebooks reach as ``widgets.<name>``.

@@ -9,7 +9,8 @@ import numpy as np
 import torch
 
 import encoder_course as ec
-from encoder_course import checks, counting
+from encoder_course import checks
+from encoder_course.measure import counting
 
 from .catalogue import Catalogue
 

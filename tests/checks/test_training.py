@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from encoder_course import checks, training
+from encoder_course import checks
+from encoder_course.measure import training
 
 from .catalogue import Catalogue
 

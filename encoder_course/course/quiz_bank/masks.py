@@ -32,7 +32,7 @@ QUESTIONS = (
             "F.scaled_dot_product_attention(q, k, v, attn_mask=mask.float())",
         ),
         explanation="nn.MultiheadAttention reads a bool mask as True = blocked, so it needs the inverted mask "
-                    "(what ec.to_torch_padding_mask returns). F.scaled_dot_product_attention reads True as "
+                    "(what interop.to_torch_padding_mask returns). F.scaled_dot_product_attention reads True as "
                     "'may attend', so ~mask there attends only to the pads; and a float mask is added to the "
                     "scores, so mask.float() adds 1 to the real keys and 0 to the pads, blocking nothing.",
         see="03 · masks, “One argument name, two meanings”",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from torch import nn
 
-from ._validate import require_instance
-from .feed_forward import FeedForward
-from .layer_norm import LayerNorm
-from .multi_head import MultiHeadAttention
+from .._validate import require_instance
+from ..feed_forward import FeedForward
+from ..layer_norm import LayerNorm
+from ..multi_head import MultiHeadAttention
 
 CATEGORIES = ("embeddings", "attention", "feed_forward", "norms", "other")
 
@@ -91,7 +91,7 @@ def parameter_count(config) -> int:
     Returns:
         the total that :func:`count_parameters` finds on the built model, without building it.
     """
-    from .encoder import EncoderConfig
+    from ..encoder import EncoderConfig
 
     require_instance("config", config, EncoderConfig)
     return analytic_parameter_counts(config)["total"]

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from .attention import scaled_dot_product_attention
+from ..attention import scaled_dot_product_attention
 
 
 def sequential_depth(output: torch.Tensor) -> int:

@@ -21,7 +21,7 @@ them, so the package imports without them (``pip install "encoder-course[pretrai
 
 Stored reference embeddings: ``encoder_course/data/minilm_reference.json`` holds sentence-transformers'
 own embeddings of notebook 11's sentences, with the versions that made them, so every learner can
-compare without installing sentence-transformers. Made by ``python -m encoder_course.pretrained
+compare without installing sentence-transformers. Made by ``python -m encoder_course.interop.pretrained
 --write-reference`` (which needs sentence-transformers).
 """
 
@@ -36,16 +36,16 @@ from pathlib import Path
 
 import torch
 
-from .encoder import Encoder, EncoderConfig
-from .interop import checkpoint_state_dict, rename_key
-from .pooling import mean_pool
+from ..encoder import Encoder, EncoderConfig
+from ..pooling import mean_pool
+from . import checkpoint_state_dict, rename_key
 
 WEIGHTS_FILE = "model.safetensors"
 TOKENIZER_FILE = "tokenizer.json"
 HUB_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 ENV_VAR = "ENCODER_COURSE_MINILM_DIR"
 DEFAULT_MAX_SEQ_LENGTH = 256  # all-MiniLM-L6-v2's sentence_bert_config.json
-REFERENCE_FILE = Path(__file__).parent / "data" / "minilm_reference.json"
+REFERENCE_FILE = Path(__file__).parents[1] / "data" / "minilm_reference.json"  # encoder_course/data
 
 #: Notebook 11's sentences, whose sentence-transformers embeddings are stored in REFERENCE_FILE:
 #: ordinary text, punctuation and currency, accents, CJK and emoji, a one-word sentence, and a long one.
@@ -418,7 +418,7 @@ def write_reference(path: str | os.PathLike = REFERENCE_FILE, model_dir: str | o
     embeddings = model.encode(list(sentences), convert_to_tensor=True).cpu().float()  # (N, 384)
     record = {
         "what": "sentence-transformers' own embeddings of these sentences with all-MiniLM-L6-v2 (unit length)",
-        "command": "python -m encoder_course.pretrained --write-reference",
+        "command": "python -m encoder_course.interop.pretrained --write-reference",
         "made_with": {
             "model": HUB_NAME,
             "weights_sha256": hashlib.sha256(weights.read_bytes()).hexdigest(),

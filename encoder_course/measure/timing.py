@@ -4,11 +4,11 @@
 * :func:`attention_sweep` times attention alone over sequence lengths for several implementations.
 * :func:`allocation_sweep` times naive attention against the same arithmetic in buffers allocated once,
   and counts the fresh memory (page faults) a naive call takes: why its CPU slope can exceed 2.
-* :func:`run_sweep` and ``python -m encoder_course.timing`` run the sweep notebook 09 shows on a GPU
+* :func:`run_sweep` and ``python -m encoder_course.measure.timing`` run the sweep notebook 09 shows on a GPU
   (bf16, fp16 where the card has no bf16, batch 1, 16 heads of width 64) and save it as JSON with the
   GPU's name, the date and the versions::
 
-      python -m encoder_course.timing --out encoder_course/data/gpu_results.json
+      python -m encoder_course.measure.timing --out encoder_course/data/gpu_results.json
 
   Every row holds the median time, the peak memory (``torch.cuda.max_memory_allocated``) and the
   achieved TFLOP/s (``4 B H L^2 d_head`` FLOPs over the median).
@@ -29,9 +29,9 @@ import time
 import torch
 import torch.nn.functional as F
 
-from ._validate import require_positive_int, require_qkv
-from .attention import scaled_dot_product_attention
-from .blockwise import chunked_attention
+from .._validate import require_positive_int, require_qkv
+from ..attention import scaled_dot_product_attention
+from ..blockwise import chunked_attention
 from .cost import attention_flops, score_bytes
 
 
@@ -52,7 +52,7 @@ def time_fn(fn, *args, warmup: int = 2, repeats: int = 5, device=None, **kwargs)
     ``time.perf_counter`` and ``peak_bytes`` is None: torch's CPU allocations bypass Python's
     ``tracemalloc``, and the process's resident size is too coarse (the allocator keeps freed
     pages) to attribute to one call. Measure a call's memory with
-    :func:`encoder_course.cost.measure_peak_bytes` instead, which counts the bytes of the tensors it creates.
+    :func:`encoder_course.measure.cost.measure_peak_bytes` instead, which counts the bytes of the tensors it creates.
 
     Args:
         fn: the callable to time; its return value is discarded.
@@ -325,7 +325,7 @@ def allocation_sweep(lengths, *, n_heads: int = 2, d_head: int = 64, repeats: in
     return rows
 
 
-DATA_DIR = os.path.join(os.path.dirname(__file__), "data")
+DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")  # encoder_course/data
 DEFAULT_OUT = os.path.join(DATA_DIR, "gpu_results.json")
 
 

@@ -1,6 +1,6 @@
 """CPU benchmark: our encoder stack (fused and eager, step-by-step, implementations) against ``nn.TransformerEncoder``.
 
-Run ``python -m encoder_course.bench``. Twelve BERT-base layers (768 wide, 12 heads, 3072 FFN,
+Run ``python -m encoder_course.measure.bench``. Twelve BERT-base layers (768 wide, 12 heads, 3072 FFN,
 GELU, post-LN) are timed on the same input, forward pass only, in ``torch.inference_mode()`` and
 eval mode, at two shapes: a batch of 8 x 128 tokens and 1 x 512. torch's layers get exactly our
 weights (checked: the outputs agree), so the three timings do the same arithmetic. In eval and
@@ -15,9 +15,9 @@ import statistics
 import torch
 from torch import nn
 
-from ._validate import require_implementation
-from .block import EncoderBlock
-from .interop import to_torch_encoder
+from .._validate import require_implementation
+from ..block import EncoderBlock
+from ..interop import to_torch_encoder
 from .timing import time_fn
 
 BERT_BASE = {"d_model": 768, "n_heads": 12, "d_ff": 3072, "n_layers": 12, "eps": 1e-12}

@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .block import EncoderBlock
-from .layer_norm import LayerNorm
+from ..block import EncoderBlock
+from ..layer_norm import LayerNorm
 
 
 def residual_stack_gradient_norms(depth: int, residual: bool, *, width: int = 32, batch: int = 16,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from .encoder import Encoder, EncoderConfig
+from ..encoder import Encoder, EncoderConfig
 
 HEAD_SENTENCES = (
     "the bank approved it",

@@ -16,9 +16,9 @@ import re
 import torch
 from torch import nn
 
-from ._validate import require_tensor, shape_str
-from .block import EncoderBlock
-from .multi_head import MultiHeadAttention
+from .._validate import require_tensor, shape_str
+from ..block import EncoderBlock
+from ..multi_head import MultiHeadAttention
 
 # ----------------------------------------------------------------------------------------------
 # torch.nn

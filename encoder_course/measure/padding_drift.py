@@ -11,8 +11,8 @@ from typing import NamedTuple
 
 import torch
 
-from .encoder import Encoder, EncoderConfig
-from .masks import padding_mask
+from ..encoder import Encoder, EncoderConfig
+from ..masks import padding_mask
 
 PADDING_SENTENCE = ("the", "bank", "approved", "it")
 PADDING_MAX = 124  # the production story of notebook 03: 3 vs 124 padding positions

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validate import (
+from .._validate import (
     require_positive_int,
     require_positive_number,
     require_rank,
@@ -31,10 +31,10 @@ from ._validate import (
     require_token_loss_inputs,
     shape_str,
 )
-from .attention import scaled_dot_product_attention
-from .encoder import Encoder, EncoderConfig
-from .masks import padding_mask
-from .multi_head import split_heads
+from ..attention import scaled_dot_product_attention
+from ..encoder import Encoder, EncoderConfig
+from ..masks import padding_mask
+from ..multi_head import split_heads
 
 IGNORE_INDEX = -100  # label of padding positions: skipped by the loss and by the accuracy
 

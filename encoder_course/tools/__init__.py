@@ -8,7 +8,7 @@ import random
 
 import torch
 
-from ._validate import require_seed
+from .._validate import require_seed
 
 
 def seed_everything(seed: int = 0) -> None:

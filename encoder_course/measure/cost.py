@@ -17,7 +17,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from ._validate import require_positive_int
+from .._validate import require_positive_int
 
 
 def layer_flops(seq_len: int, d_model: int, d_ff: int, batch: int = 1, gated: bool = False) -> dict[str, int]:
@@ -115,9 +115,9 @@ def measured_layer_flops(seq_len: int, d_model: int, n_heads: int, d_ff: int, ba
     Returns:
         a dict with the keys of :func:`layer_flops`.
     """
-    from .attention import scaled_dot_product_attention
-    from .block import EncoderBlock
-    from .multi_head import split_heads
+    from ..attention import scaled_dot_product_attention
+    from ..block import EncoderBlock
+    from ..multi_head import split_heads
 
     for name, value in (("seq_len", seq_len), ("d_model", d_model), ("n_heads", n_heads),
                         ("d_ff", d_ff), ("batch", batch)):
