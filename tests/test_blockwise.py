@@ -75,6 +75,12 @@ def test_chunked_attention_errors_and_inputs_unchanged():
         blockwise.chunked_attention(q, torch.randn(1, 4, 7), q)
 
 
+def test_blockwise_attention_with_zero_queries_returns_an_empty_result():
+    q, k, v = torch.randn(2, 0, 8), torch.randn(2, 5, 8), torch.randn(2, 5, 3)
+    for out in (ec.chunked_attention(q, k, v, chunk_size=2), blockwise.online_softmax_attention(q, k, v)):
+        assert out.shape == (2, 0, 3)
+
+
 def test_chunked_is_exported():
     assert ec.chunked_attention is blockwise.chunked_attention
     assert ec.online_softmax_attention is blockwise.online_softmax_attention

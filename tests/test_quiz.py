@@ -120,19 +120,6 @@ def test_the_first_answer_survives_running_the_quiz_cell_again(monkeypatch):
         quiz.forget_answers()
 
 
-def test_the_widget_locks_a_question_after_its_first_answer():
-    box = widgets.quiz("12", seed="carol")
-    session = box.session
-    right = session.orders[0].index(0)
-    wrong = (right + 1) % len(session.questions[0].options)
-    box.radios[0].value = wrong
-    assert box.radios[0].disabled and "✗" in box.feedback[0].value
-    box.radios[0].value = right  # a second click: refused, the first answer stays
-    assert box.radios[0].value == wrong and "0 / " in box.score.value
-    box.radios[1].value = session.orders[1].index(0)
-    assert "✓" in box.feedback[1].value and "1 / " in box.score.value
-
-
 @pytest.mark.parametrize("number", sorted(BANKS))
 def test_every_question_of_every_bank_gives_its_explanation(number):
     for index, q in enumerate(BANKS[number]):

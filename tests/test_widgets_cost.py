@@ -1,4 +1,4 @@
-"""The cost explorer's callback, for every combination of its controls."""
+"""encoder_course.widgets.cost: the cost explorer of notebook 09, for every combination of its controls."""
 
 import itertools
 
@@ -27,6 +27,8 @@ def test_cost_view_rejects_values_off_the_controls():
         widgets.cost_view(512, 500)
 
 
-def test_explore_cost_builds():
+def test_explore_cost_offers_the_tested_grid():
     box = widgets.explore_cost()
-    assert box.children
+    seq_len, d_model = box.children[0].children
+    assert tuple(seq_len.options) == widgets.COST_LENGTHS and seq_len.value == 512
+    assert tuple(d_model.options) == widgets.COST_D_MODELS and d_model.value == 768

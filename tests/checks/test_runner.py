@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
 import pytest
 import torch
+from learner_answers import ANSWERS, learner_cell
 from torch import nn
 
 import encoder_course as ec
@@ -335,3 +337,33 @@ def test_what_the_learner_sees_in_a_notebook_is_their_line_and_the_diagnosis(tmp
     assert "add `import math`" in shown  # the diagnosis
     assert "encoder_course/checks" not in shown and "nn/modules/module.py" not in shown
     assert "\x1b[" not in shown
+
+
+def test_verdicts_self_check_and_the_reference_lock(monkeypatch, tmp_path):
+    def stub(seq_len, d_model):
+        raise NotImplementedError("Exercise")
+
+    assert checks.verdict("sinusoidal_positions", stub).status == "not attempted"
+    monkeypatch.setenv("ENCODER_COURSE_SELF_CHECK", "1")
+    with pytest.raises(checks.ExerciseError, match="not attempted yet"):
+        checks.check_sinusoidal_positions(stub)
+
+    def sneaky(token_ids, pad_id):  # catches the lock's error and answers anyway
+        try:
+            return ec.padding_mask(token_ids, pad_id)
+        except BaseException:
+            return (token_ids != pad_id)[:, None, None, :]
+
+    result = checks.verdict("padding_mask", sneaky)
+    assert result.status == "failed" and "calls the course's own padding_mask" in result.message
+
+    class Subclass(ec.LayerNorm):
+        pass
+
+    assert "calls the course's own LayerNorm" in checks.verdict("layer_norm", Subclass).message
+    # Other parts of the package stay usable: the block exercise builds on the package's sublayers.
+    block = learner_cell(tmp_path, "encoder_block", ANSWERS["encoder_block"],
+                         {"MultiHeadAttention": ec.MultiHeadAttention, "FeedForward": ec.FeedForward,
+                          "LayerNorm": ec.LayerNorm})
+    assert checks.verdict("encoder_block", block).status == "passed"
+    assert sys.gettrace() is None or "coverage" in type(sys.gettrace()).__module__

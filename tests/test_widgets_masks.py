@@ -1,6 +1,6 @@
-"""Widget callbacks of notebooks 03 (padding explorer) and 04 (heads explorer), every control combination.
+"""encoder_course.widgets.masks: the padding explorer of notebook 03, every control combination.
 
-The experiments they draw are tested in test_padding_drift.py and test_head_maps.py.
+The experiment it draws is tested in test_padding_drift.py.
 """
 
 import itertools
@@ -10,7 +10,6 @@ import pytest
 from matplotlib.figure import Figure
 
 from encoder_course import widgets
-from encoder_course.measure.head_maps import HEAD_COUNT, HEAD_LAYERS, HEAD_SENTENCES
 from encoder_course.measure.padding_drift import PADDING_MAX
 
 # The padding slider runs 0..124 in steps of 1: a coarse grid with both ends, the story's 3 and 124.
@@ -42,27 +41,7 @@ def test_padding_view_rejects_out_of_range():
         widgets.padding_view(True, PADDING_MAX + 1)
 
 
-@pytest.mark.parametrize(
-    "head,sentence,layer",
-    list(itertools.product(range(HEAD_COUNT), HEAD_SENTENCES, range(HEAD_LAYERS))),
-)
-def test_heads_view_every_combination(head, sentence, layer):
-    fig = widgets.heads_view(head, sentence, layer)
-    try:
-        assert isinstance(fig, Figure)
-        assert f"head {head}" in fig.axes[0].get_title()
-    finally:
-        plt.close(fig)
-
-
-def test_heads_view_rejects_bad_values():
-    with pytest.raises(ValueError, match="head"):
-        widgets.heads_view(HEAD_COUNT, HEAD_SENTENCES[0], 0)
-    with pytest.raises(ValueError, match="unknown words"):
-        widgets.heads_view(0, "a sentence nobody wrote", 0)
-
-
-def test_explorers_use_real_controls():
+def test_explore_padding_uses_real_controls():
     ipywidgets = pytest.importorskip("ipywidgets")
 
     def controls(box):
@@ -74,7 +53,4 @@ def test_explorers_use_real_controls():
     padding = controls(widgets.explore_padding())
     assert any(isinstance(c, ipywidgets.Checkbox) for c in padding)
     assert any(isinstance(c, ipywidgets.IntSlider) and c.max == PADDING_MAX for c in padding)
-    heads = controls(widgets.explore_heads())
-    assert any(isinstance(c, ipywidgets.IntSlider) and c.max == HEAD_COUNT - 1 for c in heads)
-    assert any(isinstance(c, ipywidgets.Dropdown) for c in heads)
     plt.close("all")

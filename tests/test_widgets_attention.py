@@ -1,26 +1,11 @@
-"""Widget callbacks of notebooks 01 (positions) and 02 (the attention scale), every combination of their controls."""
+"""encoder_course.widgets.attention: the attention-scale explorer of notebook 02, every control value."""
 
 import itertools
 
 import matplotlib.pyplot as plt
-import pytest
 from matplotlib.figure import Figure
 
 from encoder_course import widgets
-
-
-def test_positions_view_every_control_value():
-    positions = range(0, widgets.POSITIONS_SEQ_LEN, widgets.POSITIONS_STEP)
-    for d_model, position in itertools.product(widgets.POSITIONS_D_MODELS, positions):
-        fig = widgets.positions_view(d_model=d_model, position=position)
-        assert isinstance(fig, Figure)
-        assert f"row {position}" in fig.axes[0].get_title()
-        plt.close(fig)
-
-
-def test_positions_view_rejects_a_position_outside_the_table():
-    with pytest.raises(ValueError, match="position"):
-        widgets.positions_view(d_model=16, position=widgets.POSITIONS_SEQ_LEN)
 
 
 def test_attention_scale_view_every_control_value():
@@ -42,8 +27,7 @@ def test_attention_scale_view_saturates_without_the_scale():
         plt.close(fig)
 
 
-def test_explorers_build():
-    for explore in (widgets.explore_positions, widgets.explore_attention_scale):
-        widget = explore()
-        assert len(widget.children) >= 3  # controls + output
-        widget.close()
+def test_explore_attention_scale_builds():
+    widget = widgets.explore_attention_scale()
+    assert len(widget.children) >= 3  # controls + output
+    widget.close()

@@ -1,4 +1,4 @@
-"""Widget callback of notebook 05 (residual connections), called for every combination of controls.
+"""encoder_course.widgets.residual_and_layernorm: the residual-depth explorer of notebook 05, every control value.
 
 The measurement it draws is tested in test_gradient_flow.py.
 """
