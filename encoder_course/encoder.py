@@ -189,7 +189,7 @@ class Embeddings(nn.Module):
 class EncoderParts:
     """The classes and functions an :class:`Encoder` is built from, each named like the exercise that writes it.
 
-    The course's own by default. Give others (a learner's, as ``yours.Encoder`` does) and the encoder is
+    The course's own by default. Give others (a learner's, as ``yours.build_encoder`` does) and the encoder is
     built around them: the course's classes among the parts build their own sublayers from these parts
     too, while another class builds its sublayers as it likes. Each part is called with the contract's
     arguments only, as the exercises' skeletons take them:

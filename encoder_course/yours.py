@@ -8,10 +8,10 @@ names another folder). One file per exercise, and each file imports your own ear
 
 * :func:`use` gives a notebook your parts where they exist (the course's reference otherwise, said plainly);
 * :func:`parts` says which parts are saved and pass their check now;
-* :func:`Encoder` builds your encoder: your ``Encoder`` class (notebook 08), with your ``Embeddings`` and blocks,
+* :func:`build_encoder` builds your encoder: your ``Encoder`` class (notebook 08), with your ``Embeddings`` and blocks,
   from your saved parts only, with the interface, parameter names and state-dict keys of
   :class:`encoder_course.Encoder`: load all-MiniLM-L6-v2 into it with
-  ``pretrained.embed(sentences, encoder=yours.Encoder(config), pool=..., rename=...)``;
+  ``pretrained.embed(sentences, encoder=yours.build_encoder(config), pool=..., rename=...)``;
 * ``encoder-course progress`` prints the table.
 """
 
@@ -35,7 +35,7 @@ from .course.workspace import (
     workspace_dir,
 )
 
-__all__ = ["ENV_VAR", "Encoder", "PartMissing", "PartStatus", "encoder_parts", "format_progress", "part", "parts",
+__all__ = ["ENV_VAR", "PartMissing", "PartStatus", "build_encoder", "encoder_parts", "format_progress", "part", "parts",
            "progress", "use", "workspace_dir"]
 
 
@@ -132,7 +132,7 @@ def _used(key: str, passing: set, wanted: set, built_by_course: bool = True) -> 
     return out
 
 
-def Encoder(config, workspace=None, fallback: bool = False) -> nn.Module:  # noqa: N802 (it builds a module, like a class)
+def build_encoder(config, workspace=None, fallback: bool = False) -> nn.Module:
     """Your encoder for ``config``: your ``Encoder`` class (notebook 08), built from your saved parts only.
 
     It has :class:`encoder_course.Encoder`'s interface and state-dict keys: ``forward(token_ids, mask=None,
@@ -198,7 +198,7 @@ def _table(rows: list[PartStatus]) -> str:
     encoder_keys = set(encoder_parts())  # the stack (notebook 08) and every part it imports
     encoder_done = all(r.passing for r in rows if r.key in encoder_keys)
     lines.append(f"{done} of {len(rows)} parts are yours and pass their checks. "
-                 + ("The whole encoder is yours: yours.Encoder(config) builds it from your parts only."
+                 + ("The whole encoder is yours: yours.build_encoder(config) builds it from your parts only."
                     if encoder_done else "The encoder is not all yours yet: the parts marked 'no' come from the "
-                    "course's reference (yours.Encoder(config, fallback=True))."))
+                    "course's reference (yours.build_encoder(config, fallback=True))."))
     return "\n".join(lines)

@@ -177,7 +177,7 @@ def test_solution_notebook(path, course_run):
 # written in (tests/test_learner_versions.py keeps the two equal outside the exercises), run in course
 # order against one workspace. Then, in a new process where every reference model function and class of
 # ``encoder_course`` raises when called (the course's embeddings and stack too),
-# ``yours.Encoder(EncoderConfig.minilm_l6())`` is built from the saved parts (the learner's own ``Encoder``
+# ``yours.build_encoder(EncoderConfig.minilm_l6())`` is built from the saved parts (the learner's own ``Encoder``
 # class, notebook 08), loads the real weights through the learner's ``rename_key`` and pools with the
 # learner's ``mean_pool``; its embeddings must equal sentence-transformers' within 1e-5 on varied, padded
 # sentences. With one saved part made wrong, the same build fails with an error that names that part.
@@ -227,7 +227,7 @@ PROOF = textwrap.dedent('''
     from encoder_course.interop import pretrained
     from encoder_course.encoder import EncoderConfig
     config = EncoderConfig.minilm_l6()
-    mine = yours.Encoder(config)
+    mine = yours.build_encoder(config)
     assert type(mine).__module__.endswith(".encoder_stack"), type(mine)  # the learner's own class, from its file
     assert type(mine.embeddings).__module__.endswith(".embeddings"), type(mine.embeddings)
     sentences = json.loads(sys.argv[1])

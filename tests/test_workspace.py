@@ -109,5 +109,5 @@ def test_parts_save_and_load_when_an_earlier_part_was_skipped(workspace, tmp_pat
     assert out.count("saved as part of your encoder") == 3, out
     assert not (workspace / "scaled_dot_product_attention.py").exists()
     assert yours.parts(workspace)["multi_head_attention"] and yours.parts(workspace)["layer_norm"]
-    mine = yours.Encoder(ec.EncoderConfig.minilm_l6().replace(n_layers=1), fallback=True)
+    mine = yours.build_encoder(ec.EncoderConfig.minilm_l6().replace(n_layers=1), fallback=True)
     assert mine.yours["multi_head_attention"] and not mine.yours["scaled_dot_product_attention"]

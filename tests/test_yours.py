@@ -1,4 +1,4 @@
-"""encoder_course.yours: `yours.Encoder` is built only from the learner's saved parts (or says which are missing),
+"""encoder_course.yours: `yours.build_encoder` is built only from the learner's saved parts (or says which are missing),
 `encoder-course progress` reports them, and the checkers' verdicts, self-check mode and reference lock behave as
 documented."""
 
@@ -27,7 +27,7 @@ def test_yours_encoder_has_the_reference_interface_and_keys_and_equals_it_with_t
     for config in (ec.EncoderConfig.minilm_l6().replace(n_layers=2, vocab_size=100),
                    ec.EncoderConfig(vocab_size=50, max_len=16, d_model=32, n_heads=4, d_ff=64, n_layers=2,
                                     norm_first=True, dropout=0.0)):
-        mine = yours.Encoder(config).eval()
+        mine = yours.build_encoder(config).eval()
         assert all(mine.yours.values()) and list(mine.yours) == yours.encoder_parts(config)
         # the learner's own classes, from the workspace's files, down to the embeddings
         assert type(mine).__module__.endswith(".encoder_stack") and type(mine.embeddings).__module__.endswith(
@@ -47,7 +47,7 @@ def test_a_missing_part_is_named_with_its_notebook_and_fallback_says_which(works
     pass_all(tmp_path, capsys, ("scaled_dot_product_attention", "multi_head_attention", "layer_norm"))
     config = ec.EncoderConfig.minilm_l6().replace(n_layers=1)
     with pytest.raises(yours.PartMissing) as info:
-        yours.Encoder(config)
+        yours.build_encoder(config)
     message = str(info.value)
     for missing in ("FeedForward (notebook 06_feed_forward)", "EncoderBlock (notebook 07_encoder_block)",
                     "Embeddings (notebook 08_stacking)", "Encoder (notebook 08_stacking)"):
@@ -55,7 +55,7 @@ def test_a_missing_part_is_named_with_its_notebook_and_fallback_says_which(works
     assert "LayerNorm (notebook" not in message
     assert "sinusoidal_positions" not in message  # learned positions: never called
     capsys.readouterr()
-    mine = yours.Encoder(config, fallback=True)
+    mine = yours.build_encoder(config, fallback=True)
     out = capsys.readouterr().out
     assert "EncoderBlock: the course's reference" in out and "LayerNorm: yours" in out
     # The course's stack is built from the learner's parts: the course's blocks and embeddings (theirs are
@@ -81,7 +81,7 @@ def test_a_part_edited_into_a_wrong_one_is_named(workspace, tmp_path, capsys):
     path.write_text(path.read_text().replace("var + self.eps", "var * 0 + self.eps"))
     with pytest.raises(yours.PartMissing, match=r"LayerNorm \(notebook 05_residual_and_layernorm\): saved, but it "
                                                 r"does not pass its check now"):
-        yours.Encoder(ec.EncoderConfig.minilm_l6().replace(n_layers=1))
+        yours.build_encoder(ec.EncoderConfig.minilm_l6().replace(n_layers=1))
     # progress says why, in the checker's words
     cli(["progress", "--workspace", str(workspace)])
     out = capsys.readouterr().out
@@ -123,7 +123,7 @@ def test_progress_on_an_empty_a_partial_and_a_complete_workspace(workspace, tmp_
 def test_the_course_stack_runs_the_learners_attention_when_only_that_part_is_theirs(workspace, tmp_path, capsys):
     pass_all(tmp_path, capsys, ("scaled_dot_product_attention",))
     config = ec.EncoderConfig.minilm_l6().replace(n_layers=1)
-    mine = yours.Encoder(config, fallback=True).eval()
+    mine = yours.build_encoder(config, fallback=True).eval()
     assert mine.yours["scaled_dot_product_attention"] and not mine.yours["multi_head_attention"]
     attn = mine.layers[0].attn
     assert type(attn) is ec.MultiHeadAttention and attn.implementation == "eager"  # no fused kernel stands in

@@ -256,7 +256,7 @@ def load_minilm(model_dir: str | os.PathLike | None = None, implementation: str 
             the Transformer module's subfolder); None for :func:`default_model_dir`.
         implementation: ``"fused"``, attention and LayerNorm through PyTorch's fused kernels, or ``"eager"``.
         encoder: load the weights into this encoder instead of a new ``ec.Encoder``: any module
-            with our interface and parameter names, such as ``yours.Encoder(config)``.
+            with our interface and parameter names, such as ``yours.build_encoder(config)``.
 
     Returns:
         ``(encoder, tokenizer)``: the encoder in eval mode, and a ``tokenizers.Tokenizer``.
@@ -376,7 +376,7 @@ def embed(sentences: list[str], model_dir: str | os.PathLike | None = None, enco
         sentences: the sentences.
         model_dir: the local model directory (None for :func:`default_model_dir`).
         encoder: an encoder with our interface to load the weights into and use (for example
-            ``yours.Encoder(EncoderConfig.minilm_l6())``); None for the package's own, loaded once
+            ``yours.build_encoder(EncoderConfig.minilm_l6())``); None for the package's own, loaded once
             and cached.
         pool: how token vectors become a sentence vector (default the package's ``mean_pool``).
         rename: the checkpoint-name map used to load the weights into ``encoder`` (default

@@ -167,7 +167,7 @@ class TokenClassifier(nn.Module):
         config: the encoder's hyperparameters.
         n_classes: number of classes.
         encoder_class: what builds the encoder from ``config`` (default :class:`Encoder`); any
-            class with its interface, such as the learner's ``yours.Encoder`` (notebook 10).
+            class with its interface, such as the learner's ``yours.build_encoder`` (notebook 10).
 
     Shape:
         ``token_ids`` ``(B, L)``; returns logits ``(B, L, n_classes)``.
@@ -360,7 +360,7 @@ def attention_maps(model: TokenClassifier, token_ids: torch.Tensor, use_mask: bo
     """The attention weights of every layer of a classifier's encoder, one ``(B, H, L, L)`` per layer.
 
     Works for any encoder whose layers hold their attention as ``attn`` with ``w_q`` and ``w_k`` (the
-    course's :class:`Encoder` and the learner's ``yours.Encoder`` alike): a hook on each ``attn`` takes the
+    course's :class:`Encoder` and the learner's ``yours.build_encoder`` alike): a hook on each ``attn`` takes the
     input it receives in a forward pass, and the weights are ``softmax(q k^T / sqrt(d_head))`` with the
     padding mask (True = may attend) when ``use_mask``. Runs in eval mode (no dropout).
 
