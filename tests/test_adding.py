@@ -144,15 +144,15 @@ def test_a_toy_exercise_and_widget_added_through_readmes_checklist(tmp_path):
                   "__all__"):
         assert place in checklist, f"README's checklist does not name {place}"
     repo = _copy(tmp_path / "repo")
-    student = (sys.executable, "-m", "encoder_course.course.cli", "student", "--root", str(repo))
-    _run(repo, *student)  # (the learner versions up to date first: tests/test_learner_versions.py checks that)
+    learner = (sys.executable, "-m", "encoder_course.course.cli", "learner", "--root", str(repo))
+    _run(repo, *learner)  # (the learner versions up to date first: tests/test_learner_versions.py checks that)
     before = _tree(repo)
     exercise, widget = _follow_the_checklists(repo)
     assert len(exercise) <= 5 and len(widget) <= 2
     edited = exercise | widget
 
     # The checklist's commands (execute's notebook run is left out: the notebook tests run every notebook).
-    _run(repo, *student)
+    _run(repo, *learner)
     _run(repo, sys.executable, "tests/checks/times.py", "--readme", "--no-timing")
 
     changed = {path for path, data in _tree(repo).items() if before.get(path) != data}

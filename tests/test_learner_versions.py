@@ -1,5 +1,5 @@
 """encoder_course.course.learner_versions: learner notebooks are the solutions with each exercise stubbed
-(`encoder-course student` writes and checks them), and the committed ones are exactly what it makes."""
+(`encoder-course learner` writes and checks them), and the committed ones are exactly what it makes."""
 
 from __future__ import annotations
 
@@ -129,17 +129,17 @@ def test_learner_notebook_keeps_everything_else(tmp_path):
 
 def test_cli_writes_then_check_passes_then_detects_edits(tmp_path, capsys):
     root = _repo(tmp_path)
-    assert main(["student", "--check", "--root", str(root)]) == 1
+    assert main(["learner", "--check", "--root", str(root)]) == 1
     assert "notebooks/99_test.ipynb" in capsys.readouterr().out
-    assert main(["student", "--root", str(root)]) == 0
+    assert main(["learner", "--root", str(root)]) == 0
     learner = root / "notebooks" / "99_test.ipynb"
     first = learner.read_bytes()
-    assert main(["student", "--root", str(root)]) == 0
+    assert main(["learner", "--root", str(root)]) == 0
     assert learner.read_bytes() == first  # deterministic
-    assert main(["student", "--check", "--root", str(root)]) == 0
+    assert main(["learner", "--check", "--root", str(root)]) == 0
     assert "up to date" in capsys.readouterr().out
     learner.write_text(learner.read_text(encoding="utf-8").replace("after", "changed"), encoding="utf-8")
-    assert main(["student", "--check", "--root", str(root)]) == 1
+    assert main(["learner", "--check", "--root", str(root)]) == 1
     assert "notebooks/99_test.ipynb" in capsys.readouterr().out
 
 
@@ -160,9 +160,9 @@ SOLUTIONS = solution_notebooks(ROOT) if (ROOT / "notebooks" / "solutions").is_di
 @pytest.mark.parametrize("solution", SOLUTIONS, ids=[p.name for p in SOLUTIONS])
 def test_learner_version_is_up_to_date(solution):
     learner = ROOT / "notebooks" / solution.name
-    assert learner.exists(), f"{learner.name} is missing: run `encoder-course student` and commit the result"
+    assert learner.exists(), f"{learner.name} is missing: run `encoder-course learner` and commit the result"
     assert learner.read_text(encoding="utf-8") == learner_text(solution), (
-        f"notebooks/{solution.name} is out of date: run `encoder-course student` and commit the result"
+        f"notebooks/{solution.name} is out of date: run `encoder-course learner` and commit the result"
     )
 
 

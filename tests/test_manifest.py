@@ -47,7 +47,7 @@ def test_every_notebook_after_the_first_has_a_quiz_bank_named_like_it():
 def test_readme_course_map_is_made_from_the_manifest():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     written = readme.split(manifest.MAP_BEGIN)[1].split(manifest.MAP_END)[0].strip()
-    assert written == manifest.readme_map(), "README's course map is out of date: run encoder-course student"
+    assert written == manifest.readme_map(), "README's course map is out of date: run encoder-course learner"
 
 
 def test_readme_map_rows_carry_the_registry_exercises_and_reading_times():

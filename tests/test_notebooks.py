@@ -1,6 +1,6 @@
 """Every notebook, both versions, runs to the end; check cells give their stored output.
 
-Each notebook is executed once in its own kernel (``encoder_course.course.kernel_run``): the solution
+Each notebook is executed once in its own kernel (``encoder_course.course.executor``): the solution
 notebooks in course order against one learner workspace (``course_run``: what a learner who solves every
 exercise has at the end, which the last test loads MiniLM into), each learner notebook
 against a fresh one. Time and memory are recorded in ``test-artifacts/notebook_budgets.json``; the
@@ -30,7 +30,7 @@ import nbformat
 import pytest
 
 from encoder_course.course import budgets
-from encoder_course.course.kernel_run import run_notebook
+from encoder_course.course.executor import run_notebook
 from encoder_course.course.learner_versions import cell_role
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -324,7 +324,7 @@ def test_alt_text_reaches_a_notebooks_outputs_inline_and_in_widgets(tmp_path):
     """A real kernel: figures shown by %matplotlib inline and inside an explorer's Output widget."""
     nbformat = pytest.importorskip("nbformat")
     pytest.importorskip("ipykernel")
-    from encoder_course.course.kernel_run import run_notebook
+    from encoder_course.course.executor import run_notebook
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(source) for source in (

@@ -17,7 +17,7 @@ from unittest import mock
 import nbformat
 import pytest
 
-from encoder_course.course.kernel_run import run_notebook
+from encoder_course.course.executor import run_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "01_tokens_and_positions.ipynb"

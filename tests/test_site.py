@@ -643,7 +643,7 @@ def test_notebook_page_shows_exercises_widgets_and_links(notebook, visits):
                if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
 
     assert v["solutions"] == [False] * len(exercises), "each exercise: one solution, folded"
-    for cell in exercises:  # the learner's stub, as `encoder-course student` writes it
+    for cell in exercises:  # the learner's stub, as `encoder-course learner` writes it
         stub = next(line for line in stub_source(cell.source).splitlines() if "NotImplementedError" in line)
         assert stub.strip() in v["text"]
     assert v["pass_lines"] == len(passing)

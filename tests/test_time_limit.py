@@ -18,7 +18,7 @@ import nbformat
 import pytest
 from test_notebooks import comparable, exercise_checks, stream_text
 
-from encoder_course.course.kernel_run import run_notebook
+from encoder_course.course.executor import run_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "solutions" / "03_masks.ipynb"

@@ -88,7 +88,7 @@ def measure(root: Path, names=None, versions=("solutions", "learner"), out=sys.s
 
     import nbformat
 
-    from .kernel_run import run_notebook
+    from .executor import run_notebook
     from .manifest import select
 
     record = {"machine": machine(), "notebooks": {}}

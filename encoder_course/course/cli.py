@@ -1,4 +1,4 @@
-"""The ``encoder-course`` command: ``student`` regenerates learner notebooks, ``grade`` checks a class."""
+"""The ``encoder-course`` command: ``learner`` regenerates the learner notebooks, ``grade`` checks a class."""
 
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="print the versions and hardware the course sees")
 
-    student = sub.add_parser(
-        "student",
+    learner = sub.add_parser(
+        "learner",
         help="regenerate the learner notebooks in notebooks/ from notebooks/solutions/, and README's course map",
         description="Write every notebooks/NN_*.ipynb from notebooks/solutions/NN_*.ipynb, replacing "
         "each ### BEGIN SOLUTION ... ### END SOLUTION region with a NotImplementedError stub, and README's "
         "course map from the course manifest (encoder_course/course/manifest.py) and the exercise registry.",
     )
-    student.add_argument("--check", action="store_true",
+    learner.add_argument("--check", action="store_true",
                          help="write nothing; exit 1 and list what is out of date")
-    student.add_argument("--root", default=None,
+    learner.add_argument("--root", default=None,
                          help="repository root (default: the nearest folder with notebooks/solutions)")
 
     grade = sub.add_parser(
@@ -128,8 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         for key, value in environment().items():
             sys.stdout.write(f"{key:12s} {value}\n")
         return 0
-    if args.command == "student":
-        return _student(args)
+    if args.command == "learner":
+        return _learner(args)
     if args.command == "grade":
         return _grade(args)
     if args.command == "release":
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
-def _student(args) -> int:
+def _learner(args) -> int:
     from . import manifest
     from .learner_versions import MarkerError, find_root, regenerate, solution_notebooks
 
@@ -154,15 +154,15 @@ def _student(args) -> int:
             elif manifest.rewrite_readme(root):
                 sys.stdout.write("Rewrote README's course map from the manifest.\n")
     except (FileNotFoundError, MarkerError, ValueError) as exc:
-        sys.stderr.write(f"encoder-course student: {exc}\n")
+        sys.stderr.write(f"encoder-course learner: {exc}\n")
         return 2
     total = len(solution_notebooks(root))
     if args.check:
         if changed:
-            sys.stdout.write("These files differ from what `encoder-course student` makes:\n")
+            sys.stdout.write("These files differ from what `encoder-course learner` makes:\n")
             for name in changed:
                 sys.stdout.write(f"  {name}\n")
-            sys.stdout.write("Run `encoder-course student` and commit the result.\n")
+            sys.stdout.write("Run `encoder-course learner` and commit the result.\n")
         else:
             sys.stdout.write(f"All {total} learner notebooks are up to date.\n")
     else:

@@ -1,6 +1,6 @@
 """``encoder-course execute``: re-execute the solution notebooks, in course order, so their stored outputs are true.
 
-The notebooks run one after the other (:mod:`.kernel_run`, which also stores each widget's state, so the
+The notebooks run one after the other (:mod:`.executor`, which also stores each widget's state, so the
 website edition can show the widget's first picture), sharing one fresh learner workspace, exactly as a
 learner who solves every exercise in order: each notebook uses the parts the earlier ones saved.
 Tracebacks are plain (no colour codes), and a cell that does not answer within ``--timeout`` seconds is
@@ -39,7 +39,7 @@ def execute(paths: list[Path], timeout: float = 300.0, out=sys.stdout) -> None:
     Raises:
         ExecutionFailed: at the first notebook that does not run to its end (that notebook is not written).
     """
-    from .kernel_run import run_notebook
+    from .executor import run_notebook
     from .notebook_tools import read_notebook, write_notebook
 
     with tempfile.TemporaryDirectory(prefix="encoder-course-execute-") as scratch:

@@ -28,7 +28,7 @@ def check_notebook(notebook: str, timeout: float = 600.0, out=None) -> int:
     """Run the notebook and print one line per exercise; 0 when every exercise passes, else 1."""
     import nbformat
 
-    from .kernel_run import run_notebook
+    from .executor import run_notebook
     from .learner_versions import cell_role
 
     out = out or sys.stdout
@@ -81,7 +81,7 @@ def _next_with_exercises(path: Path) -> Path | None:
 
 def _report_without_exercises(path: Path, nb, run, out) -> int:
     """For a notebook with no exercise: say so, say whether every cell ran, and where the exercises start."""
-    from .kernel_run import may_raise
+    from .executor import may_raise
 
     code = [(i, c) for i, c in enumerate(nb.cells) if c.get("cell_type") == "code"]
     problems = []

@@ -12,7 +12,7 @@ Before Sphinx sees a notebook, :func:`prepare_notebook` makes it readable on a p
 - the Colab set-up cell is dropped, and a bar under the title gives the reading time (from README's course
   map) and links to download the notebook (the learner version, copied into the site's ``notebooks/``),
   to open it on Colab and Binder, and to its source on GitHub;
-- an exercise cell shows the learner's stub (exactly as ``encoder-course student`` writes it), with the
+- an exercise cell shows the learner's stub (exactly as ``encoder-course learner`` writes it), with the
   solution folded under it; its check cell's pass line is labelled as what you see when you are right;
 - a widget becomes the picture of its first state and a line saying what the live widget lets you change
   (:mod:`.site_widgets`); the quiz is built from its question bank and works on the page (:mod:`.site_quiz`);

@@ -19,7 +19,7 @@ import jupyter_client.manager
 import nbformat
 import pytest
 
-from encoder_course.course import kernel_run
+from encoder_course.course import executor
 
 pytestmark = pytest.mark.notebooks
 
@@ -59,7 +59,7 @@ def test_a_kernel_that_dies_at_start_is_started_again(busy_port, monkeypatch, tm
     manager = colliding_manager(busy_port, collisions=1)
     monkeypatch.setattr(jupyter_client.manager, "KernelManager", manager)
     nb = tiny_notebook()
-    run = kernel_run.run_notebook(nb, timeout=120, cwd=tmp_path)
+    run = executor.run_notebook(nb, timeout=120, cwd=tmp_path)
     assert manager.starts == 2
     assert run.stop_reason is None and run.executed == [0, 1]
     assert nb.cells[1].outputs[0]["text"] == "42\n"
@@ -68,8 +68,8 @@ def test_a_kernel_that_dies_at_start_is_started_again(busy_port, monkeypatch, tm
 def test_a_kernel_that_never_starts_is_reported_as_dead(busy_port, monkeypatch, tmp_path):
     manager = colliding_manager(busy_port, collisions=99)
     monkeypatch.setattr(jupyter_client.manager, "KernelManager", manager)
-    run = kernel_run.run_notebook(tiny_notebook(), timeout=120, cwd=tmp_path)
-    assert manager.starts == kernel_run.START_ATTEMPTS
+    run = executor.run_notebook(tiny_notebook(), timeout=120, cwd=tmp_path)
+    assert manager.starts == executor.START_ATTEMPTS
     assert (run.stop_reason, run.stopped_at, run.executed) == ("kernel died", 0, [])
 
 
@@ -78,7 +78,7 @@ def test_the_run_returns_seconds_after_its_last_cell(tmp_path):
     import time
 
     start = time.monotonic()
-    run = kernel_run.run_notebook(tiny_notebook(), timeout=120, cwd=tmp_path)
+    run = executor.run_notebook(tiny_notebook(), timeout=120, cwd=tmp_path)
     after_last_cell = (time.monotonic() - start) - run.seconds
     assert run.stop_reason is None
     assert after_last_cell < 10, f"{after_last_cell:.1f} s between the last cell and the end of the run"
@@ -108,7 +108,7 @@ def test_the_run_stores_each_widgets_state_as_nbclient_does(tmp_path):
     from encoder_course.course.site_widgets import WIDGET_VIEW, widget_outputs
 
     nb = widget_notebook()
-    run = kernel_run.run_notebook(nb, timeout=120, cwd=tmp_path, cell_timeout=60)
+    run = executor.run_notebook(nb, timeout=120, cwd=tmp_path, cell_timeout=60)
     assert run.stop_reason is None and run.executed == [1, 2, 3]
     assert [c.get("execution_count") for c in nb.cells[1:]] == [1, 2, 3]
     state = widget_state(nb)
@@ -130,7 +130,7 @@ def test_the_run_stores_each_widgets_state_as_nbclient_does(tmp_path):
 def test_a_cell_past_its_time_limit_stops_the_run(tmp_path):
     nb = tiny_notebook()
     nb.cells.insert(1, nbformat.v4.new_code_cell("import time\ntime.sleep(60)"))
-    run = kernel_run.run_notebook(nb, timeout=120, cwd=tmp_path, cell_timeout=2)
+    run = executor.run_notebook(nb, timeout=120, cwd=tmp_path, cell_timeout=2)
     assert (run.stop_reason, run.stopped_at, run.executed) == ("timed out", 1, [0])
     assert run.seconds < 60
 
@@ -138,11 +138,11 @@ def test_a_cell_past_its_time_limit_stops_the_run(tmp_path):
 def test_a_cell_tagged_raises_exception_does_not_stop_the_run(tmp_path):
     nb = tiny_notebook()
     nb.cells.insert(1, nbformat.v4.new_code_cell("1 / 0", metadata={"tags": ["raises-exception"]}))
-    run = kernel_run.run_notebook(nb, timeout=120, cwd=tmp_path, stop_on_error=True)
+    run = executor.run_notebook(nb, timeout=120, cwd=tmp_path, stop_on_error=True)
     assert run.stop_reason is None and run.executed == [0, 1, 2]
     assert nb.cells[1].outputs[0]["ename"] == "ZeroDivisionError"
     nb.cells[1].metadata = {}
-    run = kernel_run.run_notebook(nb, timeout=120, cwd=tmp_path, stop_on_error=True)
+    run = executor.run_notebook(nb, timeout=120, cwd=tmp_path, stop_on_error=True)
     assert (run.stop_reason, run.stopped_at) == ("error", 1)
 
 
@@ -155,7 +155,7 @@ def test_a_rerun_changes_only_what_changed(tmp_path):
         nb = widget_notebook()
         del nb.cells[0]["id"]  # a cell stored without an id gets one made from its place and text
         nb.cells[3].metadata["execution"] = {"iopub.status.busy": "2026-01-01T00:00:00Z"}  # a timestamp: dropped
-        run = kernel_run.run_notebook(nb, timeout=120, cwd=tmp_path)
+        run = executor.run_notebook(nb, timeout=120, cwd=tmp_path)
         assert run.stop_reason is None
         write_notebook(nb, tmp_path / f"{name}.ipynb")
         texts.append((tmp_path / f"{name}.ipynb").read_text(encoding="utf-8").splitlines())
