@@ -36,7 +36,7 @@ def test_weak_isolation_still_keeps_the_saboteurs_out_of_other_rows(tmp_path):
     log = io.StringIO()
     start = time.monotonic()
     results, code = grade([folder], csv_path=out / "grades.csv", timeout=3, master_dir=MASTERS, out=log,
-                          runner_options={"drop_privileges": False, "allow_namespaces": False})
+                          isolate="none")
     assert code == 0, log.getvalue()
     by_file = {r.file: r for r in results}
     assert victim.read_text() == "broken"  # it could write the file ...
@@ -175,7 +175,7 @@ def test_the_job_folder_is_a_small_tmpfs_not_the_hosts_disk(tmp_path):
     assert code == 0, log.getvalue()
     message = results[0].messages["padding_mask"]
     written = int(message.split("WROTE ")[1].split(" MB")[0])
-    assert written < 64 and "IN /tmp/job" in message, message
+    assert written <= 64 and "IN /tmp/job" in message, message  # the private /tmp holds 64 MB
     assert results[0].checks["causal_mask"] == "passed"
 
 

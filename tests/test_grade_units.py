@@ -50,7 +50,7 @@ def test_discovery_reports_what_it_cannot_read(tmp_path, monkeypatch):
 
     monkeypatch.setattr(G, "read_bytes", refuse)
     entries, _ = G.discover([tmp_path])
-    by_name = {e.rel: e for e in entries}
+    by_name = {e.file: e for e in entries}
     assert by_name["locked.ipynb"].status == "unreadable" and "Permission denied" in by_name["locked.ipynb"].notes
     assert by_name["fine.ipynb"].nb is not None
 
@@ -60,14 +60,14 @@ def test_discovery_skips_the_grader_outputs_and_checkpoints(tmp_path):
     write(tmp_path, "grades.csv", "student\n")
     write(tmp_path, ".ipynb_checkpoints/a-checkpoint.ipynb", json.dumps(learner()))
     entries, roots = G.discover([tmp_path], exclude=[tmp_path / "grades.csv"])
-    assert [e.rel for e in entries] == ["a.ipynb"] and roots == [os.path.realpath(tmp_path)]
+    assert [e.file for e in entries] == ["a.ipynb"] and roots == [os.path.realpath(tmp_path)]
 
 
 def test_students_are_named_from_the_path(tmp_path):
     write(tmp_path, "alice/03_masks.ipynb", json.dumps(learner()))
     write(tmp_path, "bob.ipynb", json.dumps(learner()))
     entries, _ = G.discover([tmp_path])
-    assert {e.rel: e.student for e in entries} == {"alice/03_masks.ipynb": "alice", "bob.ipynb": "bob"}
+    assert {e.file: e.student for e in entries} == {"alice/03_masks.ipynb": "alice", "bob.ipynb": "bob"}
 
 
 def test_a_submission_is_matched_by_metadata_then_name_then_definitions():
@@ -91,17 +91,21 @@ def test_points_and_exercises_come_from_the_master_only():
 
 def test_a_verdict_is_one_whole_line_with_a_known_status():
     good = json.dumps({"status": "passed", "message": "", "notes": ""}).encode()
-    odd = json.dumps({"status": "great", "message": "", "notes": ""}).encode()
-    assert runner._parse_verdicts(odd + b"\n") == (None, 1)
-    found, invalid = runner._parse_verdicts(b"garbage\n" + good + b"\n")
-    assert found["status"] == "passed" and invalid == 1
-    assert runner._parse_verdicts(good) == (None, 0)  # not a whole line yet
+    assert runner.parse_verdict(json.dumps({"status": "great", "message": "", "notes": ""}).encode() + b"\n") is None
+    assert runner.parse_verdict(json.dumps({"status": "passed", "message": 3, "notes": ""}).encode() + b"\n") is None
+    assert runner.parse_verdict(b"garbage\n" + good + b"\n") is None  # the verdict is the checker's one line
+    assert runner.parse_verdict(good + b"\n")["status"] == "passed"
+    assert runner.parse_verdict(good) is None  # not a whole line yet
 
 
-def test_the_plan_without_root_says_what_it_cannot_protect(monkeypatch):
-    monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    plan = sandbox.make_plan(namespaces_available=True)
+def test_the_plan_says_what_it_cannot_protect(monkeypatch):
+    plan = sandbox.make_plan("none")
     assert plan.uid is None and not plan.namespaces and "your user" in plan.warnings[0]
+    assert "as uid" in plan.describe() and "no namespaces" in plan.describe()
+    monkeypatch.setattr(sandbox, "plan_exposure", lambda paths: ([], ["/x is not readable by others"]))
+    if os.geteuid() == 0:
+        plan = sandbox.make_plan("root")
+        assert plan.uid is None and "run as root" in plan.warnings[0]
 
 
 def test_folders_others_cannot_enter_are_covered_and_the_needed_ones_shown():
@@ -147,7 +151,7 @@ def test_a_killed_runs_folder_is_removed_by_the_next_run_and_a_running_ones_kept
 
 
 def test_the_container_command_isolates(tmp_path):
-    cmd = sandbox.container_command("docker", "img", "n1", sandbox.Plan(memory_mb=1024))
+    cmd = sandbox.container_command("docker", "img", "n1", sandbox.Plan("container", memory_mb=1024))
     text = " ".join(cmd)
     for part in ("--network none", "--user 65534:65534", "--read-only", "--memory 1024m", "--cap-drop ALL",
                  "--pids-limit", "img python -s -m encoder_course.course.verdict stdio"):
@@ -192,7 +196,7 @@ def test_a_file_swapped_for_a_fifo_after_the_listing_is_refused_not_waited_on(tm
     os.mkfifo(tmp_path / "swapped.ipynb")
     with pytest.raises(G.NotRegular):
         G.read_bytes(tmp_path / "swapped.ipynb")  # would wait for a writer forever if opened plainly
-    entry = G._read(G.Entry(tmp_path / "swapped.ipynb", "swapped.ipynb", "swapped"), tmp_path / "swapped.ipynb")
+    entry = G._read(G._submission(tmp_path / "swapped.ipynb", "swapped.ipynb"), tmp_path / "swapped.ipynb")
     assert entry.status == "not a regular file"
 
 
@@ -223,14 +227,12 @@ def test_no_file_stops_the_run_and_every_one_gets_a_row(tmp_path, capsys):
     assert "0 file(s) to grade, 5 already in the CSV" in capsys.readouterr().out
 
 
-def test_a_malformed_verdict_line_is_counted_never_raised():
-    """A line nested past the parser's limit, a lone surrogate in a message."""
-    deep = b"[" * 100_000 + b"]" * 100_000
-    assert runner._parse_verdicts(deep + b"\n") == (None, 1)
+def test_a_malformed_verdict_line_is_refused_never_raised(tmp_path):
+    """A line nested past the parser's limit; a lone surrogate in a message is written as its escape."""
+    assert runner.parse_verdict(b"[" * 100_000 + b"]" * 100_000 + b"\n") is None
     lone = json.dumps({"status": "failed", "message": "bad \ud800 text", "notes": ""}).encode()
-    found, invalid = runner._parse_verdicts(lone + b"\n")
-    assert invalid == 0 and runner._text(found["message"]) == "bad \\ud800 text"
-    runner._text(found["message"]).encode("utf-8")  # writable
+    G._atomic_write(tmp_path / "d.json", json.dumps(runner.parse_verdict(lone + b"\n"), ensure_ascii=False))
+    assert "bad \\ud800 text" in (tmp_path / "d.json").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("raw, shown", [("Jos\udce9", "Jos\\xe9"), ("x\ud800y", "x\\ud800y"), ("a\u202eb", "a\\u202eb"),
@@ -251,7 +253,7 @@ def test_an_nbgrader_course_is_graded_from_its_submitted_tree(tmp_path):
         write(course, f"submitted/{student}/03_masks/03_masks.ipynb", json.dumps(learner()))
         write(course, f"submitted/{student}/03_masks/timestamp.txt", "2026-12-01 10:00:00\n")
     entries, roots = G.discover([course])
-    assert sorted((e.student, e.rel) for e in entries) == [("alice", "alice/03_masks/03_masks.ipynb"),
+    assert sorted((e.student, e.file) for e in entries) == [("alice", "alice/03_masks/03_masks.ipynb"),
                                                            ("bob", "bob/03_masks/03_masks.ipynb")]
     assert roots == [os.path.realpath(course / "submitted")]
     plain = tmp_path / "plain"  # a folder that merely has a "submitted" subfolder is graded whole
@@ -273,3 +275,17 @@ def test_an_ordinary_user_must_say_they_trust_the_submissions(tmp_path, monkeypa
     assert not (tmp_path / "g.csv").exists()
     write(tmp_path / "odd", "notes.txt", "not a notebook")
     assert main(["grade", str(tmp_path / "odd"), "--csv", str(tmp_path / "h.csv"), "--master", str(MASTERS)]) == 0
+
+
+def test_a_docker_client_without_its_daemon_does_not_hide_podman(tmp_path, monkeypatch):
+    from encoder_course.course import sandbox
+
+    for name, code in (("docker", 1), ("podman", 0)):  # docker answers `info` with an error, podman works
+        tool = tmp_path / name
+        tool.write_text(f"#!/bin/sh\necho '{name} says {code}' >&2\nexit {code}\n")
+        tool.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert sandbox.container_engine() == (str(tmp_path / "podman"), "")
+    (tmp_path / "podman").unlink()
+    engine, why = sandbox.container_engine()
+    assert engine is None and "docker says 1" in why

@@ -136,13 +136,14 @@ def test_a_module_that_dies_during_backward_ends_its_check_not_the_checker():
 
 def test_gradients_reach_the_right_output_when_some_outputs_carry_none():
     """A function returning (a constant, the answer): the gradient of the second reaches its inputs."""
-    from encoder_course.course import remote
-    from encoder_course.course.verdict import answered_by
+    from encoder_course.course import remote, worker
+    from encoder_course.course.verdict import start_learner
 
     def pooled(hidden, mask):
         return torch.zeros(2), (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)
 
-    with answered_by("mean_pool", pooled) as (request_fd, reply_fd):
+    pid, request_fd, reply_fd = start_learner(lambda: worker.answer(pooled, "mean_pool"))
+    try:
         channel = remote.Channel(request_fd, reply_fd)
         stand_in = remote.candidate(channel, channel.receive()["hello"])
         hidden = torch.randn(2, 3, 4, requires_grad=True)
@@ -150,5 +151,9 @@ def test_gradients_reach_the_right_output_when_some_outputs_carry_none():
         constant, out = stand_in(hidden, mask)
         assert not constant.requires_grad and out.requires_grad
         (grad,) = torch.autograd.grad(out.sum(), hidden)
+    finally:
+        os.close(request_fd)
+        os.close(reply_fd)
+        os.waitpid(pid, 0)
     (want,) = torch.autograd.grad(pooled(hidden, mask)[1].sum(), hidden)
     assert torch.allclose(grad, want)

@@ -1,16 +1,12 @@
 """The master notebooks decide: their exercises, points and setup cells, and how a submission maps to them.
 
 A master (solution) notebook marks its cells with ``metadata["encoder_course"]``: ``{"role": "setup"}``,
-``{"role": "exercise", "exercise": key}`` and ``{"role": "check", "exercise": key, "points": n}``; the
-check cell's source ``checks.check_<key>(<Name>)`` names what the exercise defines. The exercise list,
-the points and the setup come from the master only; a submission contributes nothing but the source
-of its exercise cells.
-
-A submission is matched to the master whose exercise/check metadata and cell ids it carries, then by
-its file name (``NN_*.ipynb``) and the names it defines (``def padding_mask``, ``class LayerNorm``).
-Its code for an exercise is, in order: the last cell marked as that exercise's cell; the cell with
-the master's exercise cell id; the last code cell that defines the exercise's name at top level.
+``{"role": "exercise", "exercise": key}`` and ``{"role": "check", "exercise": key, "points": n}``. A
+submission is matched to the master whose metadata and cell ids it carries, then by its file name
+(``NN_*.ipynb``) and the names it defines; its code for an exercise is the last cell marked as that
+exercise's, else the cell with the master's cell id, else the last that defines the exercise's name.
 """
+
 
 from __future__ import annotations
 
@@ -20,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CHECK_CALL = re.compile(r"checks\.check_([A-Za-z_]\w*)\s*\(\s*([A-Za-z_][\w.]*)\s*\)")
+CHECK_CALL = re.compile(r"checks\.check_([A-Za-z_]\w*)\s*\(\s*([A-Za-z_][\w.]*)\s*\)")  # (release.py reads it)
 DEFINES = re.compile(r"^(?:def|class)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)", re.M)
 NUMBER = re.compile(r"^(\d\d)[_\-\s]")
 
@@ -36,15 +32,9 @@ class Exercise:
 
 @dataclass
 class Master:
-    path: Path
     name: str  # "03_masks"
     setup: list[str]
     exercises: list[Exercise]
-
-    @property
-    def number(self) -> str | None:
-        m = NUMBER.match(self.name + "_")
-        return m.group(1) if m else None
 
     @property
     def max_points(self) -> float:
@@ -58,19 +48,6 @@ class Cell:
     meta: dict
     source: str
     defines: set = field(default_factory=set)
-
-
-def source_of(cell: dict) -> str:
-    src = cell.get("source", "")
-    if isinstance(src, list):
-        src = "".join(s for s in src if isinstance(s, str))
-    return src if isinstance(src, str) else ""
-
-
-def course_meta(cell: dict) -> dict:
-    meta = cell.get("metadata")
-    meta = meta.get("encoder_course") if isinstance(meta, dict) else None
-    return meta if isinstance(meta, dict) else {}
 
 
 def top_level_names(source: str) -> set[str]:
@@ -92,38 +69,36 @@ def top_level_names(source: str) -> set[str]:
 
 
 def code_cells(nb: dict) -> list[Cell]:
+    """The notebook's code cells, each with its id, course metadata, source and the names it defines."""
     cells = []
     for index, cell in enumerate(nb.get("cells", [])):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        cell_id = cell.get("id") if isinstance(cell.get("id"), str) else None
-        source = source_of(cell)
-        cells.append(Cell(index, cell_id, course_meta(cell), source, top_level_names(source)))
+        source = cell.get("source", "")
+        source = "".join(s for s in source if isinstance(s, str)) if isinstance(source, list) else source
+        source = source if isinstance(source, str) else ""
+        meta = cell.get("metadata")
+        meta = meta.get("encoder_course") if isinstance(meta, dict) else None
+        cells.append(Cell(index, cell.get("id") if isinstance(cell.get("id"), str) else None,
+                          meta if isinstance(meta, dict) else {}, source, top_level_names(source)))
     return cells
 
 
 def load_master(path: Path) -> Master:
-    nb = json.loads(Path(path).read_text(encoding="utf-8"))
-    cells = code_cells(nb)
-    setup = [c.source for c in cells if c.meta.get("role") == "setup"]
+    from ..checks.registry import exercise
+
+    cells = code_cells(json.loads(Path(path).read_text(encoding="utf-8")))
     exercises = []
     for c in cells:
         if c.meta.get("role") != "check":
             continue
         key = str(c.meta.get("exercise", ""))
-        match = CHECK_CALL.search(c.source)
-        name = match.group(2) if match and match.group(1) == key else None
-        if name is None:
-            from ..checks.registry import exercise
-
-            name = exercise(key).name
         ex_cell = next((x for x in cells if x.meta.get("role") == "exercise" and x.meta.get("exercise") == key), None)
         points = c.meta.get("points", 1)
         points = float(points) if isinstance(points, (int, float)) and points >= 0 else 1.0
-        exercises.append(Exercise(key, name, points, ex_cell.id if ex_cell else None, c.id))
-    if not setup:  # a master without role metadata: the first cell that imports the checkers
-        setup = [c.source for c in cells if "import" in c.source and "checks" in c.source][:1]
-    return Master(Path(path), Path(path).stem, setup, exercises)
+        exercises.append(Exercise(key, exercise(key).name, points, ex_cell.id if ex_cell else None, c.id))
+    setup = [c.source for c in cells if c.meta.get("role") == "setup"]
+    return Master(Path(path).stem, setup, exercises)
 
 
 def default_master_dir() -> Path | None:
@@ -157,7 +132,7 @@ def match(masters: list[Master], cells: list[Cell], filename: str) -> tuple[Mast
         if meta_hits or id_hits:
             score += 100 * (meta_hits + id_hits)
             reasons.append("cell metadata and ids")
-        if number and number.group(1) == m.number:
+        if number and m.name.startswith(number.group(1) + "_"):
             score += 20 + (10 if stem.lower() == m.name.lower() else 0)
             reasons.append("file name")
         name_hits = sum(e.name in defined for e in m.exercises)

@@ -1,22 +1,19 @@
 """The learner's answer as the checker sees it when grading: stand-ins that reach it only through plain data.
 
-``candidate(channel, hello)`` gives the checker a function, a class or a module that behaves like
-the learner's own: calling it sends the arguments to the learner's process (``worker.py``) and
-turns the reply back into tensors, numbers and exceptions. A built module is a :class:`Mirror`: a
-real ``nn.Module`` with the same submodules, parameters, buffers and attributes, kept in step with
-the learner's module at every call (the checker's parameter values, modes and dtype go over; what
-the call stored comes back). Gradients flow through :class:`_Link`, whose backward asks the
-learner's process for the gradients of that call. Arguments the call changed in place are changed
-here too, and the random state goes over and comes back, so dropout draws the numbers it would draw
-in the learner's own kernel.
-
-Anything the learner's process sends that does not fit raises :class:`Lost`, which ends the check of
-that exercise (a ``BaseException``: no checker's ``except Exception`` takes it for a learner mistake).
+``candidate(channel, hello)`` gives the checker a function, a class or a module that behaves like the
+learner's own: a call sends the arguments to the learner's process (``worker.py``) and turns the reply
+back into tensors, numbers and exceptions. A built module is a :class:`Mirror`, a real ``nn.Module`` kept
+in step with the learner's at every call; gradients flow through :class:`_Link`, whose backward asks the
+learner's process; arguments changed in place and the random state come back. Anything that does not fit
+raises :class:`Lost`, which ends the check of that exercise (a ``BaseException``: no checker's ``except
+Exception`` takes it for a learner's mistake).
 """
+
 
 from __future__ import annotations
 
 import builtins
+import functools
 import sys
 
 import torch
@@ -40,7 +37,7 @@ class Channel:
 
     def receive(self) -> dict:
         try:
-            reply = wire.decode(wire.receive(self.reply_fd), classes=_subclass)
+            reply = wire.decode(wire.receive(self.reply_fd))
         except EOFError:
             raise Lost("error", "the submission's process ended while it was being checked (its own code "
                                 "exited or was killed)") from None
@@ -62,11 +59,6 @@ class Channel:
         if "problem" in reply:
             raise Lost("failed", f"the submission's process could not answer: {str(reply['problem'])[:200]}")
         return reply
-
-
-def _subclass(name: str):
-    """A tensor subclass's stand-in (only its name matters: the checkers refuse every subclass)."""
-    return type(name if name.isidentifier() else "TensorSubclass", (torch.Tensor,), {})
 
 
 def candidate(channel: Channel, hello: dict):
@@ -125,7 +117,8 @@ def call(channel: Channel, target, root, args, kwargs):
 
 
 def _call(channel, target, root, args, kwargs, recorder):
-    state, params = _state(root) if root is not None else ([], [])
+    state = wire.describe(root) if root is not None else []
+    params = [v for entry in state for _, v in entry["params"] if v is not None]
     grad = torch.is_grad_enabled()
     reply = channel.ask({"op": "call", "target": target, "state": state, "args": list(args), "kwargs": dict(kwargs),
                          "grad": grad, "rng": torch.get_rng_state(), "record": recorder is not None})
@@ -143,7 +136,7 @@ def _call(channel, target, root, args, kwargs, recorder):
             with torch.no_grad():
                 inputs[index].data = value.detach().to(inputs[index].dtype)
         if root is not None and "state" in reply:
-            update(root, reply["state"])
+            wire.apply(root, reply["state"])
         if recorder is not None:
             for op, outs, ins in reply.get("ops", []):
                 recorder.ops.append((str(op), [tuple(int(n) for n in shape) for shape in outs],
@@ -233,14 +226,9 @@ class Mirror(torch.nn.Module):
         return call(channel, [handle, path], root(), args, kwargs)
 
 
-_CLASSES: dict[str, type] = {}
-
-
+@functools.cache
 def _mirror_class(name: str) -> type:
-    name = name if name.isidentifier() else "Module"
-    if name not in _CLASSES:
-        _CLASSES[name] = type(name, (Mirror,), {"__module__": "submission"})
-    return _CLASSES[name]
+    return type(name if name.isidentifier() else "Module", (Mirror,), {"__module__": "submission"})
 
 
 def mirror(channel: Channel, handle: int, tree) -> Mirror:
@@ -259,55 +247,8 @@ def mirror(channel: Channel, handle: int, tree) -> Mirror:
                 if not name or parent not in modules:
                     raise ValueError(f"a submodule path {path!r}")
                 modules[parent]._modules[name] = m
-        update(modules[""], tree)
+        wire.apply(modules[""], tree)
         return modules[""]
     except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as exc:
         raise Lost("failed", f"the submission's process described its module in a way the checker cannot use ({exc})") \
             from None
-
-
-def update(root: Mirror, tree) -> None:
-    """Bring the mirror in step with the learner's module (values, modes, what forward stored)."""
-    subs = dict(root.named_modules())
-    shared: dict[int, torch.nn.Parameter] = {}
-    with torch.no_grad():
-        for entry in tree:
-            m = subs.get(entry["path"])
-            if m is None:
-                continue
-            m.training = bool(entry["training"])
-            for name, value in entry["params"]:
-                old = m._parameters.get(name)
-                if value is None:
-                    m._parameters[name] = None
-                elif id(value) in shared:
-                    m._parameters[name] = shared[id(value)]
-                elif isinstance(old, torch.nn.Parameter) and old.shape == value.shape and old.dtype == value.dtype:
-                    old.copy_(value)
-                    old.requires_grad_(value.requires_grad)
-                else:
-                    m._parameters[name] = torch.nn.Parameter(value.detach(), requires_grad=value.requires_grad)
-                if value is not None:
-                    shared[id(value)] = m._parameters[name]
-            for name, value, persistent in entry["buffers"]:
-                m._buffers[name] = value.detach()
-                (m._non_persistent_buffers_set.discard if persistent else m._non_persistent_buffers_set.add)(name)
-            for name, value in entry["tensors"]:
-                if isinstance(name, str) and not name.startswith("_"):
-                    m.__dict__[name] = value.detach()
-            for name, value in entry["attrs"].items():
-                if isinstance(name, str) and not name.startswith("_") and name != "training" \
-                        and not hasattr(type(m), name) and name not in m._modules:
-                    m.__dict__[name] = value
-
-
-def _state(root: Mirror) -> tuple[list, list]:
-    """What the checker may have changed in the mirror, for the learner's module; and its parameters in order."""
-    state, params = [], []
-    for path, m in root.named_modules():
-        own = [[k, v] for k, v in m._parameters.items() if v is not None]
-        params += [v for _, v in own]
-        state.append({"path": path, "training": m.training, "params": own,
-                      "buffers": [[k, v] for k, v in m._buffers.items() if v is not None],
-                      "tensors": [[k, v] for k, v in vars(m).items() if type(v) is torch.Tensor]})
-    return state, params

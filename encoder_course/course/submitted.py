@@ -1,10 +1,8 @@
 """Reading what was submitted, safely, and showing it safely.
 
 Each file is read once, by one open that cannot block (a FIFO or device is refused, links are not
-followed), at most MAX_BYTES; JSON nested deeper than MAX_DEPTH is refused before anything walks it.
-Names and messages are escaped before they are printed or written (control, bidirectional and
-zero-width characters, bytes that are not UTF-8, lone surrogates), and a CSV cell never becomes a
-spreadsheet formula.
+followed), at most MAX_BYTES; JSON nested deeper than MAX_DEPTH is refused. Names and messages are
+escaped before they are printed or written, and a CSV cell never becomes a spreadsheet formula.
 """
 
 from __future__ import annotations
@@ -15,6 +13,7 @@ from pathlib import Path
 
 MAX_BYTES = 50 * 1024 * 1024
 MAX_DEPTH = 64  # a notebook nests about 6 deep; deeper JSON is refused before anything walks it
+ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 #: Characters that reorder or hide text on screen (bidirectional controls, zero-width marks): escaped.
 HIDDEN = set("\u061c\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
              "\u2028\u2029\ufeff")
@@ -31,12 +30,8 @@ def escape(text) -> str:
     out = []
     for ch in str(text):
         code = ord(ch)
-        if ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
+        if ch in ESCAPES:
+            out.append(ESCAPES[ch])
         elif code < 32 or 0x7F <= code < 0xA0:
             out.append(f"\\x{code:02x}")
         elif 0xDC80 <= code <= 0xDCFF:  # surrogateescape: one undecodable byte of a name
@@ -69,26 +64,13 @@ class NotRegular(OSError):
 
 
 def read_bytes(path: Path) -> tuple[bytes, tuple]:
-    """The file's bytes (at most MAX_BYTES + 1) and its stamp, from one open that cannot block.
-
-    Opened without following a symlink and without blocking (a FIFO swapped in after the listing
-    would otherwise wait for a writer forever), and refused unless the open file is a regular file.
-    """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    try:
-        info = os.fstat(fd)
+    """The file's bytes (at most MAX_BYTES + 1) and its stamp, from one open that neither follows a link
+    nor blocks (a FIFO swapped in after the listing would wait for a writer forever), of a regular file only."""
+    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW), "rb") as handle:
+        info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
             raise NotRegular(f"{path} is not a regular file")
-        chunks, size = [], 0
-        while size <= MAX_BYTES:
-            chunk = os.read(fd, min(1 << 20, MAX_BYTES + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks), file_stamp(info)
-    finally:
-        os.close(fd)
+        return handle.read(MAX_BYTES + 1), file_stamp(info)
 
 
 def too_deep(data) -> bool:

@@ -1,19 +1,14 @@
-"""The learner's process when a notebook is graded: it runs the submission's cells, then answers the checker.
+"""The learner's process: it runs the submission's cells, then answers the checker (``verdict.py``).
 
-The checker runs in another process (``verdict.py``), which no learner code ever reaches. This one
-runs the master's setup cells and the learner's exercise cells, says whether the graded name is
-defined, and then serves the checker's requests on two pipes, in plain data only (``wire.py``):
-
-``call``      call the learner's function (or class, or built module) with arguments; the reply has the
-              result, the arguments the call changed in place, what it printed and the random state after
-              (and, when asked, the torch operations it ran: the online softmax must work block by block);
-``backward``  the gradients of an earlier call's outputs for its inputs and parameters;
-``release``   forget built modules and kept calls.
-
-Every call runs under the course's time limit and with the exercise's own answer out of reach (the
-checkers' ``_reference_locked``, in new threads too). Whatever this process does, the checker sees
-only what it sends; a reply it cannot read fails that exercise.
+It runs the master's setup cells and the learner's exercise cells, says what the graded name is, then
+serves the checker's requests on its two pipes, in plain data only (``wire.py``): ``call`` (the learner's
+function, class or built module, with arguments; the reply has the result, the arguments changed in
+place, what it printed, the random state after and, when asked, the torch operations it ran) and
+``backward`` (the gradients of an earlier call's outputs). Every call runs under the course's time
+limit, with the exercise's own answer out of reach (in new threads too). Whatever this process does,
+the checker sees only what it sends; a reply it cannot read fails that exercise.
 """
+
 
 from __future__ import annotations
 
@@ -23,6 +18,8 @@ import os
 import sys
 import threading
 import warnings
+
+from . import wire
 
 REQUEST_FD, REPLY_FD = 3, 4
 KEPT_CALLS = 8
@@ -35,32 +32,17 @@ class _Shell:
         self.user_ns = ns
 
     def run_line_magic(self, name, line, _stack_depth=1):
-        if name == "matplotlib":
-            return None
-        if name in ("time", "timeit"):
-            exec(compile(line, "<magic>", "exec"), self.user_ns)
-            return None
-        raise RuntimeError(f"the magic %{name} does not run when notebooks are graded")
+        return None if name == "matplotlib" else self.run_cell_magic(name, "", line)
 
     def run_cell_magic(self, name, line, cell):
-        if name in ("time", "timeit", "capture"):
-            exec(compile(cell, "<magic>", "exec"), self.user_ns)
-            return None
-        raise RuntimeError(f"the cell magic %%{name} does not run when notebooks are graded")
+        if name not in ("time", "timeit", "capture"):
+            raise RuntimeError(f"the magic %{name} does not run when notebooks are graded")
+        exec(compile(cell, "<magic>", "exec"), self.user_ns)
 
     def system(self, cmd, *args, **kwargs):
         raise RuntimeError("shell commands (!...) do not run when notebooks are graded")
 
     getoutput = system
-
-
-def transformer():
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-
-        return TransformerManager().transform_cell
-    except Exception:  # IPython missing: plain Python only
-        return lambda source: source
 
 
 def new_namespace() -> dict:
@@ -83,12 +65,14 @@ def describe_error(exc: BaseException, filename: str) -> str:
     return f"{type(exc).__name__}: {text[0][:300] if text else ''}{where}".strip()
 
 
-def run_cells(ns: dict, cells, transform) -> list[tuple[dict, BaseException | None]]:
-    results = []
+def run_cells(ns: dict, cells) -> list[tuple[dict, BaseException | None]]:
+    """Run each cell (IPython's syntax turned into Python) in ``ns``; each cell's error, or None."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    transform, results = TransformerManager().transform_cell, []
     for cell in cells:
-        filename = f"<{cell.get('label', 'cell')}>"
         try:
-            exec(compile(transform(cell["source"]), filename, "exec"), ns)
+            exec(compile(transform(cell["source"]), f"<{cell.get('label', 'cell')}>", "exec"), ns)
             results.append((cell, None))
         except BaseException as exc:  # SystemExit and KeyboardInterrupt too: the run goes on
             results.append((cell, exc))
@@ -101,12 +85,12 @@ def run_cells(ns: dict, cells, transform) -> list[tuple[dict, BaseException | No
 
 def run_submission(job: dict) -> tuple[object, dict]:
     """Run the setup and exercise cells; return (the graded object or None, the hello reply)."""
-    transform, ns = transformer(), new_namespace()
-    for _, exc in run_cells(ns, [{"source": s, "label": "setup cell"} for s in job["setup"]], transform):
+    ns = new_namespace()
+    for _, exc in run_cells(ns, [{"source": s, "label": "setup cell"} for s in job["setup"]]):
         if exc is not None:
             return None, {"error": f"the course's setup cell failed: {describe_error(exc, '<setup cell>')}"}
     notes, graded_error = [], None
-    for cell, exc in run_cells(ns, job["cells"], transform):
+    for cell, exc in run_cells(ns, job["cells"]):
         if exc is not None:
             text = describe_error(exc, f"<{cell.get('label', 'cell')}>")
             if cell.get("graded"):
@@ -123,80 +107,22 @@ def run_submission(job: dict) -> tuple[object, dict]:
 
 
 def _kind(obj) -> dict:
-    import torch
-
-    if isinstance(obj, torch.nn.Module):
-        return {"kind": "module", "type": type(obj).__name__}
-    if isinstance(obj, type):
-        return {"kind": "class", "type": "type", "name": str(getattr(obj, "__name__", "")), **_signature(obj)}
-    if callable(obj):
-        return {"kind": "function", "type": type(obj).__name__, "name": str(getattr(obj, "__name__", "")),
-                **_signature(obj)}
-    return {"kind": "other", "type": type(obj).__name__}
-
-
-def _signature(obj) -> dict:
-    """The parameters a callable takes, as [name, kind, default] (the default only when it is plain)."""
+    """What the graded name is, for the checker: a module, a class or function (with its parameters as
+    [name, kind, [default]], the default only when it is plain), or something else."""
     import inspect
 
+    import torch
+
+    if isinstance(obj, torch.nn.Module) or not callable(obj):
+        return {"kind": "module" if callable(obj) else "other", "type": type(obj).__name__}
+    found = {"kind": "class" if isinstance(obj, type) else "function", "name": str(getattr(obj, "__name__", ""))}
     try:
         params = list(inspect.signature(obj).parameters.values())[:64]
     except (TypeError, ValueError):
-        return {}
+        return found
     plain = (bool, int, float, str, type(None))
-    return {"signature": [[p.name, int(p.kind), [p.default] if type(p.default) in plain else []] for p in params]}
-
-
-# ----------------------------------------------------------------------------------------------
-# Describing and updating modules
-
-
-def describe(module) -> list:
-    """Every submodule: its path, class name, mode, parameters, buffers, tensor and plain attributes."""
-    import torch
-
-    tree = []
-    for path, sub in module.named_modules():
-        plain = {k: v for k, v in list(vars(sub).items())[:200]
-                 if not k.startswith("_") and (v is None or type(v) in (bool, int, float, str))}
-        tree.append({
-            "path": path, "type": type(sub).__name__[:80], "training": bool(sub.training),
-            "params": [[k, v] for k, v in sub._parameters.items()],  # None too: nn.Linear(bias=False)
-            "buffers": [[k, v, k not in sub._non_persistent_buffers_set] for k, v in sub._buffers.items()
-                        if v is not None],
-            "tensors": [[k, v] for k, v in vars(sub).items() if type(v) is torch.Tensor],
-            "attrs": plain,
-        })
-    return tree
-
-
-def apply_state(module, state: list) -> list:
-    """Give ``module`` the checker's values (what it set, in place or not); return its parameters in order."""
-    import torch
-
-    subs = dict(module.named_modules())
-    params = []
-    with torch.no_grad():
-        for entry in state:
-            sub = subs.get(entry["path"])
-            if sub is None:
-                continue
-            sub.training = bool(entry["training"])
-            for kind, store in (("params", sub._parameters), ("buffers", sub._buffers)):
-                for name, value in entry[kind]:
-                    old = store.get(name)
-                    if not isinstance(old, torch.Tensor) or not isinstance(value, torch.Tensor):
-                        continue
-                    if old.shape == value.shape and old.dtype == value.dtype:
-                        old.copy_(value)
-                    else:
-                        old.data = value
-                    if kind == "params":
-                        old.requires_grad_(value.requires_grad)
-                        params.append(old)
-            for name, value in entry["tensors"]:
-                object.__setattr__(sub, name, value)
-    return params
+    found["signature"] = [[p.name, int(p.kind), [p.default] if type(p.default) in plain else []] for p in params]
+    return found
 
 
 # ----------------------------------------------------------------------------------------------
@@ -215,23 +141,22 @@ class Server:
 
     def handle(self, request: dict) -> dict:
         op = request.get("op")
-        if op == "call":
-            return self.call(request)
-        if op == "backward":
-            return self.backward(request)
-        if op == "release":
-            self.modules.clear()
-            self.graphs.clear()
-            return {}
-        return {"problem": f"unknown request {op!r}"}
+        if op not in ("call", "backward"):
+            return {"problem": f"unknown request {op!r}"}
+        return self.call(request) if op == "call" else self.backward(request)
 
     def _guarded(self, fn):
         """Run ``fn()`` as the checkers run learner code: time limit, answer out of reach, output held."""
         from encoder_course.checks import _run, _timer
 
+        def tracer(frame, event, arg):  # the reference lock, in threads the learner's code starts
+            if event == "call" and frame.f_code in self.codes:
+                _run._LOCK.used = self.codes[frame.f_code]
+                raise _run._UsedReference()
+
         printed = io.StringIO()
         _run._LOCK.codes, _run._LOCK.used = self.codes, None
-        threading.settrace(_thread_tracer(self.codes))
+        threading.settrace(tracer)
         outcome = {}
         try:
             with _timer.time_limit(_run._time_limit_in_force()) as timer, _run._reference_locked(), \
@@ -262,7 +187,7 @@ class Server:
             return {"problem": "no such module"}
         params = []
         if target is not None:
-            params = apply_state(obj, request["state"])
+            params = wire.apply(obj, request["state"])
             obj = obj.get_submodule(target[1])
         args, kwargs = request["args"], request["kwargs"]
         inputs = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
@@ -274,7 +199,11 @@ class Server:
             from encoder_course.checks.blockwise import _Recorder
 
             recorder = _Recorder()
-        outcome = self._guarded(lambda: _call(obj, args, kwargs, grad, recorder))
+        def run():
+            with torch.set_grad_enabled(grad), recorder if recorder is not None else contextlib.nullcontext():
+                return obj(*args, **kwargs)
+
+        outcome = self._guarded(run)
         reply = {"printed": outcome["printed"], "used": outcome["used"], "rng": torch.get_rng_state()}
         if recorder is not None:
             reply["ops"] = [[name, [list(s) for s in outs], [list(s) for s in ins]]
@@ -286,7 +215,7 @@ class Server:
             if isinstance(value, torch.nn.Module):
                 handle = len(self.modules)
                 self.modules[handle] = value
-                reply["module"] = [handle, describe(value)]
+                reply["module"] = [handle, wire.describe(value)]
             else:
                 reply["value"] = value
                 outs = value if isinstance(value, (tuple, list)) else (value,)
@@ -299,7 +228,7 @@ class Server:
         reply["changed"] = [[i, t] for i, (t, old) in enumerate(zip(inputs, before))
                             if t.shape != old.shape or not torch.equal(t.detach(), old)]
         if target is not None:
-            reply["state"] = describe(self.modules[target[0]])
+            reply["state"] = wire.describe(self.modules[target[0]])
         return reply
 
     def backward(self, request: dict) -> dict:
@@ -323,25 +252,6 @@ class Server:
         return {"grads": list(outcome["value"])}
 
 
-def _call(obj, args, kwargs, grad, recorder=None):
-    import torch
-
-    with torch.set_grad_enabled(grad), recorder if recorder is not None else contextlib.nullcontext():
-        return obj(*args, **kwargs)
-
-
-def _thread_tracer(codes):
-    """The reference lock for threads the learner's code starts during a call."""
-    from encoder_course.checks import _run
-
-    def tracer(frame, event, arg):
-        if event == "call" and frame.f_code in codes:
-            _run._LOCK.used = codes[frame.f_code]
-            raise _run._UsedReference()
-
-    return tracer
-
-
 def _exception(exc: BaseException) -> dict:
     """An exception as plain data: its class name, the built-in classes it derives from, its text."""
     import builtins
@@ -353,35 +263,34 @@ def _exception(exc: BaseException) -> dict:
             "args": args if len(args) == len(exc.args) <= 8 else None}
 
 
-def serve(job: dict, request_fd: int = REQUEST_FD, reply_fd: int = REPLY_FD) -> None:
+def serve(job: dict) -> None:
     """Run the submission, then answer the checker until it closes the channel; never returns."""
     try:
-        import torch
-
-        torch.set_num_threads(1)
         candidate, hello = run_submission(job)
-        answer(candidate, hello, job["key"], request_fd, reply_fd)
+        answer(candidate, job["key"], hello)
     finally:
         sys.stdout.flush()
         os._exit(0)
 
 
-def answer(candidate, hello: dict, key: str, request_fd: int, reply_fd: int) -> None:
+def answer(candidate, key: str, hello: dict | None = None) -> None:
     """Say what the graded name is, then answer the checker's requests until it closes the channel."""
-    from . import wire
+    import torch
 
+    torch.set_num_threads(1)
+    hello = hello or {"notes": [], **_kind(candidate)}
     server = Server(candidate, key)
     if 0 in server.modules:
-        hello["module"] = [0, describe(candidate)]
-    wire.send(reply_fd, wire.encode({"hello": hello}))
+        hello["module"] = [0, wire.describe(candidate)]
+    wire.send(REPLY_FD, wire.encode({"hello": hello}))
     while True:
         try:
-            request = wire.decode(wire.receive(request_fd))
+            request = wire.decode(wire.receive(REQUEST_FD))
         except EOFError:
             return
         reply = server.handle(request)
         try:
-            wire.send(reply_fd, wire.encode(reply))
+            wire.send(REPLY_FD, wire.encode(reply))
         except wire.Malformed as exc:  # a result that cannot be sent: a complex tensor, a huge one, ...
-            wire.send(reply_fd, wire.encode({"rng": reply.get("rng"), "error": {
+            wire.send(REPLY_FD, wire.encode({"rng": reply.get("rng"), "error": {
                 "type": "TypeError", "bases": ["TypeError"], "message": f"what it returned cannot be checked: {exc}"}}))
