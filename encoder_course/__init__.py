@@ -14,9 +14,7 @@ to ``torch.nn``, checkpoints and the pretrained model (``encoder_course.interop`
 machinery (``course``).
 """
 
-from __future__ import annotations
-
-import importlib
+import importlib as _importlib
 
 __version__ = "0.2.0"
 
@@ -44,10 +42,11 @@ def __getattr__(name: str):
     module = _SOURCES.get(name)
     if module is None:
         raise AttributeError(f"module 'encoder_course' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    value = getattr(_importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_SOURCES))
+    """The model's names only (what ``ec.<tab>`` offers), whichever modules have loaded."""
+    return sorted(_SOURCES)

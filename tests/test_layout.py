@@ -153,3 +153,11 @@ def test_no_module_imports_in_a_cycle():
 
     cycles = sorted(name for name in graph if reaches(name, name, set()))
     assert not cycles, f"modules in an import cycle: {cycles}"
+
+
+def test_import_encoder_course_lists_only_the_models_names():
+    code = ("import encoder_course as ec\nec.Encoder, ec.count_parameters\n"
+            "public = [n for n in dir(ec) if not n.startswith('_')]\n"
+            "assert public == sorted(ec.__all__), public\nprint(len(public))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
