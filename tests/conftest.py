@@ -24,3 +24,17 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     setattr(item, "rep_" + report.when, report)
+
+
+@pytest.fixture
+def controls_of():
+    """The input controls inside an explorer (a widget box), however deeply they are nested."""
+    ipywidgets = pytest.importorskip("ipywidgets")
+
+    def controls(box) -> list:
+        found = []
+        for child in box.children:
+            found += controls(child) if isinstance(child, ipywidgets.Box) else [child]
+        return found
+
+    return controls

@@ -41,16 +41,9 @@ def test_padding_view_rejects_out_of_range():
         widgets.padding_view(True, PADDING_MAX + 1)
 
 
-def test_explore_padding_uses_real_controls():
+def test_explore_padding_uses_real_controls(controls_of):
     ipywidgets = pytest.importorskip("ipywidgets")
-
-    def controls(box):
-        found = []
-        for child in box.children:
-            found += controls(child) if isinstance(child, ipywidgets.Box) else [child]
-        return found
-
-    padding = controls(widgets.explore_padding())
+    padding = controls_of(widgets.explore_padding())
     assert any(isinstance(c, ipywidgets.Checkbox) for c in padding)
     assert any(isinstance(c, ipywidgets.IntSlider) and c.max == PADDING_MAX for c in padding)
     plt.close("all")

@@ -33,16 +33,9 @@ def test_heads_view_rejects_bad_values():
         widgets.heads_view(0, "a sentence nobody wrote", 0)
 
 
-def test_explore_heads_uses_real_controls():
+def test_explore_heads_uses_real_controls(controls_of):
     ipywidgets = pytest.importorskip("ipywidgets")
-
-    def controls(box):
-        found = []
-        for child in box.children:
-            found += controls(child) if isinstance(child, ipywidgets.Box) else [child]
-        return found
-
-    heads = controls(widgets.explore_heads())
+    heads = controls_of(widgets.explore_heads())
     assert any(isinstance(c, ipywidgets.IntSlider) and c.max == HEAD_COUNT - 1 for c in heads)
     assert any(isinstance(c, ipywidgets.Dropdown) for c in heads)
     plt.close("all")
