@@ -84,3 +84,12 @@ def test_the_budgets_come_from_the_manifest():
 
     assert budgets.budget_seconds("10_training.ipynb") == manifest.notebook("10").budget_s == 120.0
     assert {budgets.budget_seconds(nb.stem) for nb in NOTEBOOKS if nb.number != "10"} == {60.0}
+
+
+def test_the_self_check_finds_a_notebook_through_the_manifest(monkeypatch):
+    from encoder_course.course.self_check import _find
+
+    monkeypatch.chdir(ROOT)
+    assert _find("3") == _find("masks") == _find("03_masks") == ROOT / "notebooks" / "03_masks.ipynb"
+    with pytest.raises(FileNotFoundError, match="give a number"):
+        _find("99")

@@ -13,15 +13,20 @@ from pathlib import Path
 
 
 def _find(notebook: str) -> Path:
+    """The learner version of a notebook given by path, number (``02``), name (``attention``) or stem."""
     path = Path(notebook)
     if path.suffix == ".ipynb" and path.exists():
         return path
+    from . import manifest
     from .learner_versions import find_root
 
-    matches = sorted((find_root(None) / "notebooks").glob(f"{notebook.zfill(2)}_*.ipynb"))
-    if not matches:
-        raise FileNotFoundError(f"no learner notebook {notebook!r} (give a number such as 02, or a path)")
-    return matches[0]
+    try:
+        found = manifest.notebook(notebook).learner(find_root(None))
+    except (KeyError, FileNotFoundError) as exc:
+        raise FileNotFoundError(f"no learner notebook {notebook!r} (give a number such as 02, or a path)") from exc
+    if not found.exists():
+        raise FileNotFoundError(f"no learner notebook {found}")
+    return found
 
 
 def check_notebook(notebook: str, timeout: float = 600.0, out=None) -> int:
