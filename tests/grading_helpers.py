@@ -1,9 +1,11 @@
-"""Crafted submissions of notebook 03 (padding_mask, causal_mask) for the grader's tests."""
+"""Crafted submissions of notebook 03 (padding_mask, causal_mask) for the grader's tests, and verdicts
+through the grader's protocol without the grader (``through_protocol``)."""
 
 from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,3 +89,23 @@ def write(folder: Path, name: str, nb) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(nb, ensure_ascii=False) if not isinstance(nb, str) else nb, encoding="utf-8")
     return path
+
+
+def through_protocol(key: str, obj):
+    """``checks.verdict(key, obj)`` with ``obj`` in a forked process, reached only through the protocol: what
+    the grader does, without the cells and the sandbox (the tests compare it with the verdict on ``obj``)."""
+    import torch.fx.experimental.symbolic_shapes  # noqa: F401 (autograd.grad imports it on first use: before the fork)
+
+    from encoder_course.course import verdict, worker
+
+    def serve():  # (the grader's learner's process enters its sandbox here: a session of its own, and more)
+        os.setsid()
+        worker.answer(obj, key)
+
+    pid, request_w, reply_r = verdict.start_learner(serve)
+    try:
+        return verdict.judge(key, request_w, reply_r)
+    finally:
+        os.close(request_w)
+        os.close(reply_r)
+        os.waitpid(pid, 0)

@@ -357,8 +357,9 @@ def _reference_codes(ex) -> dict:
 
 
 @contextlib.contextmanager
-def _reference_locked():
-    """While the learner's code runs, entering the exercise's reference raises :class:`_UsedReference`."""
+def _reference_locked(threads: bool = False):
+    """While the learner's code runs, entering the exercise's reference raises :class:`_UsedReference` (with
+    ``threads``, in the threads it starts too: the grader's learner's process, ``course/worker.py``)."""
     codes = getattr(_LOCK, "codes", None)
     if not codes:
         yield
@@ -372,10 +373,14 @@ def _reference_locked():
 
     previous = sys.gettrace()
     sys.settrace(tracer)
+    if threads:
+        threading.settrace(tracer)
     try:
         yield
     finally:
         sys.settrace(previous)
+        if threads:
+            threading.settrace(None)
 
 
 # ----------------------------------------------------------------------------------------------

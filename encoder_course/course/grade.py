@@ -1,14 +1,10 @@
 """Grade a class's notebooks: every exercise judged by the course's checker, in an isolated process.
 
-``encoder-course grade PATH... [--csv FILE] [--details FILE] [--timeout S] [--resume] [--master DIR] [--jobs N]``
-(README's "For teachers" says what it does and what it protects). Every file under PATH becomes an
-:class:`Submission`, opened and read once before any learner code runs, and gets a row whatever it is (FIFOs,
-symlinks, broken JSON, ...; ``submitted.py`` reads and escapes); of an nbgrader course, only
-``submitted/<student>/<assignment>/`` is graded. Each notebook is matched to a master (``masters.py``),
-which alone decides the exercises, the points and the setup cells; each exercise is one job for a
-``runner.VerdictRunner`` (``--jobs`` of them at once, each with its own fork server). Rows are saved as
-they finish (the CSV rewritten atomically, no cell a spreadsheet formula), so an interrupted run keeps
-what it graded and ``--resume`` grades the rest; the run ends with a summary per exercise.
+``encoder-course grade PATH...``: README's "For teachers" says what it does and what it protects. Every file
+under PATH becomes a :class:`Submission`, read once (one open that cannot block) before any learner code runs,
+and gets a row whatever it is; ``masters.py`` matches it to a master, which alone decides the exercises, the
+points and the setup cells; each exercise is one job for a ``runner.VerdictRunner`` (``--jobs`` of them, each
+with its own fork server). Rows are saved atomically as they finish, so ``--resume`` grades the rest.
 """
 
 from __future__ import annotations
@@ -23,6 +19,7 @@ import signal
 import stat
 import sys
 import time
+import unicodedata
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -31,12 +28,15 @@ from pathlib import Path
 from . import masters as M
 from . import sandbox
 from .runner import OUTPUT_CAP, RunnerError, VerdictRunner
-from .submitted import MAX_BYTES, MAX_DEPTH, NotRegular, cell, escape, file_stamp, number, read_bytes, too_deep
 
 STATUSES = ("passed", "failed", "not attempted", "error", "timed out", "missing")
 FIXED = ["student", "notebook"]
 TRAILING = ["total", "max", "status", "file", "notes"]
 SKIPPED_DIRS = {".ipynb_checkpoints", "__pycache__", ".git"}
+MAX_BYTES = 50 * 1024 * 1024
+MAX_DEPTH = 64  # a notebook nests about 6 deep; deeper JSON is refused before anything walks it
+ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+HIDDEN = ("Cc", "Cf", "Cs", "Zl", "Zp")  # escaped: controls, format (bidirectional, zero-width), surrogates, separators
 
 
 @dataclass
@@ -76,6 +76,56 @@ DETAILS = ("file", "student", "status", "notebook", "checks", "messages", "point
 
 # ----------------------------------------------------------------------------------------------
 # Finding and reading the files
+
+
+def escape(text) -> str:
+    """Text safe to print and to write as UTF-8: control characters shown as ``\\n``, ``\\t``, ``\\x1b``;
+    bidirectional and zero-width marks as ``\\u202e``; a byte of a file name that is not UTF-8 (Python
+    holds it as a lone surrogate) as ``\\xe9``, and any other lone surrogate as ``\\ud800``."""
+    out = []
+    for ch in str(text):
+        code = ord(ch)
+        if ch in ESCAPES:
+            out.append(ESCAPES[ch])
+        elif 0xDC80 <= code <= 0xDCFF:  # surrogateescape: one undecodable byte of a name
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif unicodedata.category(ch) in HIDDEN:
+            out.append(f"\\x{code:02x}" if code < 0xA0 else f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def file_stamp(info: os.stat_result) -> tuple:
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+class NotRegular(OSError):
+    """The path is (or became) a FIFO, a device, a socket or a folder: it is never read."""
+
+
+def read_bytes(path: Path) -> tuple[bytes, tuple]:
+    """The file's bytes (at most MAX_BYTES + 1) and its stamp, from one open that neither follows a link
+    nor blocks (a FIFO swapped in after the listing would wait for a writer forever), of a regular file only."""
+    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW), "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegular(f"{path} is not a regular file")
+        return handle.read(MAX_BYTES + 1), file_stamp(info)
+
+
+def too_deep(data) -> bool:
+    """Whether JSON data nests deeper than MAX_DEPTH (walked without recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(item, dict):
+            stack += [(v, depth + 1) for v in item.values()]
+        elif isinstance(item, list):
+            stack += [(v, depth + 1) for v in item]
+    return False
 
 
 NBGRADER_MARKS = ("nbgrader_config.py", "gradebook.db")  # what marks the root of an nbgrader course
@@ -244,6 +294,18 @@ def grade_entry(entry: Submission, runner: VerdictRunner) -> Submission:
 
 # ----------------------------------------------------------------------------------------------
 # The gradebook
+
+
+def cell(text) -> str:
+    """A CSV cell that no spreadsheet turns into a formula (OWASP: prefix a quote)."""
+    text = escape(text)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r", "|", "%") else text
+
+
+def number(value) -> str:
+    if value is None:
+        return ""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def _first_line(r: Submission, key: str, width: int) -> str:

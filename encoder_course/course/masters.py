@@ -7,7 +7,6 @@ submission is matched to the master whose metadata and cell ids it carries, then
 exercise's, else the cell with the master's cell id, else the last that defines the exercise's name.
 """
 
-
 from __future__ import annotations
 
 import ast

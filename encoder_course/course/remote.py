@@ -9,10 +9,10 @@ raises :class:`Lost`, which ends the check of that exercise (a ``BaseException``
 Exception`` takes it for a learner's mistake).
 """
 
-
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import sys
 
@@ -110,57 +110,51 @@ def call(channel: Channel, target, root, args, kwargs):
     """Call the learner's object (``target``: None, or [module handle, submodule path]) with ``args``."""
     recorder = next((m for m in torch.overrides._get_current_function_mode_stack()
                      if getattr(m, "records_learner_ops", False)), None)
-    if recorder is None:
-        return _call(channel, target, root, args, kwargs, None)
-    with torch._C.DisableTorchFunction():  # the recorder hears the learner's operations, not these
-        return _call(channel, target, root, args, kwargs, recorder)
-
-
-def _call(channel, target, root, args, kwargs, recorder):
-    state = wire.describe(root) if root is not None else []
-    params = [v for entry in state for _, v in entry["params"] if v is not None]
-    grad = torch.is_grad_enabled()
-    reply = channel.ask({"op": "call", "target": target, "state": state, "args": list(args), "kwargs": dict(kwargs),
-                         "grad": grad, "rng": torch.get_rng_state(), "record": recorder is not None})
-    try:
-        printed = reply.get("printed", "")
-        if printed and isinstance(printed, str):
-            sys.stdout.write(printed)
-        rng = reply.get("rng")
-        if isinstance(rng, torch.Tensor) and rng.dtype == torch.uint8 and rng.shape == torch.get_rng_state().shape:
-            torch.set_rng_state(rng)
-        inputs = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
-        for index, value in reply.get("changed", []):
-            if type(index) is not int or not 0 <= index < len(inputs):
-                raise IndexError("an argument that was not given")
-            with torch.no_grad():
-                inputs[index].data = value.detach().to(inputs[index].dtype)
-        if root is not None and "state" in reply:
-            wire.apply(root, reply["state"])
-        if recorder is not None:
-            for op, outs, ins in reply.get("ops", []):
-                recorder.ops.append((str(op), [tuple(int(n) for n in shape) for shape in outs],
-                                     [tuple(int(n) for n in shape) for shape in ins]))
-    except (TypeError, ValueError, IndexError, KeyError, AttributeError, RuntimeError) as exc:
-        raise Lost("failed", f"the submission's process sent the checker a reply it cannot use ({exc})") from None
-    if "error" in reply:
-        raise _error(reply["error"], reply.get("used", ""))
-    if "module" in reply:
-        handle, tree = reply["module"]
-        return mirror(channel, handle, tree)
-    value = reply.get("value")
-    flags = reply.get("grad_outputs")
-    if not grad or not isinstance(flags, list):
-        return value
-    leaves = [t for t in inputs if t.requires_grad] + [p for p in params if p.requires_grad]
-    outs = list(value) if isinstance(value, (tuple, list)) else [value]
-    if len(flags) != len(outs) or not all(isinstance(o, torch.Tensor) for o, f in zip(outs, flags) if f):
-        raise Lost("failed", "the submission's process sent the checker a reply it cannot use (gradients)")
-    linked = _Link.apply({"channel": channel, "id": channel.counter, "leaves": leaves, "flags": flags,
-                          "outs": [o for o, f in zip(outs, flags) if f]}, *leaves)
-    linked = iter(linked)
-    outs = [next(linked) if f else o for o, f in zip(outs, flags)]
-    return outs[0] if not isinstance(value, (tuple, list)) else type(value)(outs)
+    # (with a recorder, torch functions are off here: it hears the learner's operations, not these)
+    with torch._C.DisableTorchFunction() if recorder is not None else contextlib.nullcontext():
+        state = wire.describe(root) if root is not None else []
+        params = [v for entry in state for _, v in entry["params"] if v is not None]
+        grad = torch.is_grad_enabled()
+        reply = channel.ask({"op": "call", "target": target, "state": state, "args": list(args), "kwargs": dict(kwargs),
+                             "grad": grad, "rng": torch.get_rng_state(), "record": recorder is not None})
+        try:
+            printed = reply.get("printed", "")
+            if printed and isinstance(printed, str):
+                sys.stdout.write(printed)
+            rng = reply.get("rng")
+            if isinstance(rng, torch.Tensor) and rng.dtype == torch.uint8 and rng.shape == torch.get_rng_state().shape:
+                torch.set_rng_state(rng)
+            inputs = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
+            for index, value in reply.get("changed", []):
+                if type(index) is not int or not 0 <= index < len(inputs):
+                    raise IndexError("an argument that was not given")
+                with torch.no_grad():
+                    inputs[index].data = value.detach().to(inputs[index].dtype)
+            if root is not None and "state" in reply:
+                wire.apply(root, reply["state"])
+            if recorder is not None:
+                for op, outs, ins in reply.get("ops", []):
+                    recorder.ops.append((str(op), [tuple(int(n) for n in shape) for shape in outs],
+                                         [tuple(int(n) for n in shape) for shape in ins]))
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError, RuntimeError) as exc:
+            raise Lost("failed", f"the submission's process sent the checker a reply it cannot use ({exc})") from None
+        if "error" in reply:
+            raise _error(reply["error"], reply.get("used", ""))
+        if "module" in reply:
+            handle, tree = reply["module"]
+            return mirror(channel, handle, tree)
+        value = reply.get("value")
+        flags = reply.get("grad_outputs")
+        if not grad or not isinstance(flags, list):
+            return value
+        leaves = [t for t in inputs if t.requires_grad] + [p for p in params if p.requires_grad]
+        outs = list(value) if isinstance(value, (tuple, list)) else [value]
+        if len(flags) != len(outs) or not all(isinstance(o, torch.Tensor) for o, f in zip(outs, flags) if f):
+            raise Lost("failed", "the submission's process sent the checker a reply it cannot use (gradients)")
+        linked = iter(_Link.apply({"channel": channel, "id": channel.counter, "leaves": leaves, "flags": flags,
+                                   "outs": [o for o, f in zip(outs, flags) if f]}, *leaves))
+        outs = [next(linked) if f else o for o, f in zip(outs, flags)]
+        return outs[0] if not isinstance(value, (tuple, list)) else type(value)(outs)
 
 
 class _Link(torch.autograd.Function):

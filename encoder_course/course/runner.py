@@ -6,7 +6,6 @@ the clock: it reads the verdict pipe and the output (keeping ``OUTPUT_CAP`` byte
 closes or the time is up, whatever the processes do, then kills everything below the fork server.
 """
 
-
 from __future__ import annotations
 
 import contextlib
@@ -87,11 +86,9 @@ class VerdictRunner:
             # In bubblewrap the server is its sandbox's PID 1, bubblewrap's only child.
             self.inner = sandbox.descendants(self.server.pid)[0].pid if prefix else self.server.pid
         except (OSError, ValueError, EOFError, IndexError):
-            raise RunnerError("the checkers' fork server did not start: " + self._server_log()) from None
-
-    def _server_log(self) -> str:
-        lines = Path(self.base, "server.log").read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
-        return lines[-1] if lines else "no message"
+            log = Path(self.base, "server.log").read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
+            why = log[-1] if log else "no message"
+            raise RunnerError(f"the checkers' fork server did not start: {why}") from None
 
     def _stop_server(self) -> None:
         if self.sock is not None:

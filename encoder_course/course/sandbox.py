@@ -1,13 +1,11 @@
 """Isolation of the learner's processes that run a submission's code for ``encoder-course grade``.
 
-The modes, and what each protects, are README's table ("Isolation, what it protects and what not"):
-``root`` (the grader is root: each learner's process runs as ``nobody`` in new mount, PID, network, IPC
-and UTS namespaces, set up by ``enter``), ``bwrap`` (an ordinary user: the whole fork server runs in
-bubblewrap, ``bwrap_command``), ``container`` (``container_command``) and ``none`` (as the teacher's user,
-``--trust-submissions``). In every mode the learner's process gets a folder of its own (as root and in
-bubblewrap, in a private /tmp of 64 MB: memory, never the host's disk), an environment built from
-scratch (``clean_environment``), its own session and limits (``_limits``); the grader and the fork server
-are child subreapers, so everything it starts stays below them and is killed after its exercise.
+The modes, and what each protects, are README's table ("Isolation, what it protects and what not"): ``root``
+(``enter``: ``nobody`` in new namespaces), ``bwrap`` (``bwrap_command``: the whole fork server in bubblewrap),
+``container`` (``container_command``) and ``none`` (``--trust-submissions``). In every mode the learner's
+process gets a folder of its own, an environment built from scratch (``clean_environment``), its own session
+and limits (``_limits``); the grader and the fork server are child subreapers, so everything it starts stays
+below them and is killed after its exercise.
 """
 
 from __future__ import annotations

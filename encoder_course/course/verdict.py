@@ -8,7 +8,6 @@ a ``__torch_function__`` of theirs), and the learner's process cannot read or tr
 it does costs it its own exercise only. ``serve`` is a runner's fork server; ``stdio``, a container's entry.
 """
 
-
 from __future__ import annotations
 
 import contextlib
@@ -26,13 +25,9 @@ def _say(text: str) -> None:
         os.write(2, (text + "\n").encode("utf-8", "replace"))
 
 
-# ----------------------------------------------------------------------------------------------
-# The checker process
-
-
 def start_learner(serve, plan=None, job_dir: str | None = None) -> tuple[int, int, int]:
-    """Fork the learner's process, which runs ``serve()`` (in ``plan``'s sandbox, when given) with its
-    request and reply pipes on descriptors 3 and 4 and no other; returns (its pid, request fd, reply fd)."""
+    """Fork the learner's process, which runs ``serve()`` (in ``plan``'s sandbox; the tests give none) with
+    its request and reply pipes on descriptors 3 and 4 and no other; returns (its pid, request fd, reply fd)."""
     import fcntl
 
     from . import sandbox, worker
@@ -50,9 +45,6 @@ def start_learner(serve, plan=None, job_dir: str | None = None) -> tuple[int, in
             os.closerange(worker.REPLY_FD + 1, 65536)  # the verdict pipe and every other: gone before any cell
             if plan is not None:
                 sandbox.enter(plan, job_dir)
-            else:
-                os.setsid()
-                sandbox.prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL)
             serve()
         except BaseException as exc:
             _say(f"learner process: {type(exc).__name__}: {exc}")
@@ -105,26 +97,6 @@ def run_job(job: dict, verdict_fd: int, plan, job_dir: str) -> None:
         code = 70
         _say(f"checker process: {type(exc).__name__}: {exc}")
     os._exit(code)
-
-
-def through_protocol(key: str, obj):
-    """``checks.verdict(key, obj)`` with ``obj`` in a forked process, reached only through the protocol: what
-    the grader does, without the cells and the sandbox (the tests compare it with the verdict on ``obj``)."""
-    import torch.fx.experimental.symbolic_shapes  # noqa: F401 (autograd.grad imports it on first use: before the fork)
-
-    from . import worker
-
-    pid, request_w, reply_r = start_learner(lambda: worker.answer(obj, key))
-    try:
-        return judge(key, request_w, reply_r)
-    finally:
-        os.close(request_w)
-        os.close(reply_r)
-        os.waitpid(pid, 0)
-
-
-# ----------------------------------------------------------------------------------------------
-# The fork server and the container's entry point
 
 
 def send(sock: socket.socket, message: dict, fds=()) -> None:

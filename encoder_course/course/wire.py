@@ -9,7 +9,6 @@ Nothing is unpickled: ``decode`` checks each message's size and depth, each tens
 bytes, and refuses anything else with :class:`Malformed`. ``describe`` and ``apply`` carry a module's state.
 """
 
-
 from __future__ import annotations
 
 import base64
@@ -243,18 +242,16 @@ def send(fd: int, message: dict) -> None:
         view = view[os.write(fd, view):]
 
 
-def receive(fd: int) -> dict:
-    """The next message on ``fd``; :class:`EOFError` when it is closed, :class:`Malformed` when it is not one."""
+def receive(fd: int):
+    """The next message on ``fd`` (JSON data, for ``decode``); :class:`EOFError` when it is closed,
+    :class:`Malformed` when it is not JSON text."""
     size = int.from_bytes(_exactly(fd, 4), "big")
     if size > MAX_BYTES:
         raise Malformed(f"a message announced as {size} bytes (at most {MAX_BYTES})")
     try:
-        message = json.loads(_exactly(fd, size).decode("utf-8"))
+        return json.loads(_exactly(fd, size).decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise Malformed("a message that is not JSON text") from None
-    if type(message) is not dict:
-        raise Malformed("a message that is not a JSON object")
-    return message
 
 
 def _exactly(fd: int, n: int) -> bytes:

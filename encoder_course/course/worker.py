@@ -9,14 +9,12 @@ limit, with the exercise's own answer out of reach (in new threads too). Whateve
 the checker sees only what it sends; a reply it cannot read fails that exercise.
 """
 
-
 from __future__ import annotations
 
 import contextlib
 import io
 import os
 import sys
-import threading
 import warnings
 
 from . import wire
@@ -139,27 +137,15 @@ class Server:
         if _kind(candidate)["kind"] == "module":  # an instance given where a class is asked for
             self.modules[0] = candidate
 
-    def handle(self, request: dict) -> dict:
-        op = request.get("op")
-        if op not in ("call", "backward"):
-            return {"problem": f"unknown request {op!r}"}
-        return self.call(request) if op == "call" else self.backward(request)
-
     def _guarded(self, fn):
         """Run ``fn()`` as the checkers run learner code: time limit, answer out of reach, output held."""
         from encoder_course.checks import _run, _timer
 
-        def tracer(frame, event, arg):  # the reference lock, in threads the learner's code starts
-            if event == "call" and frame.f_code in self.codes:
-                _run._LOCK.used = self.codes[frame.f_code]
-                raise _run._UsedReference()
-
         printed = io.StringIO()
         _run._LOCK.codes, _run._LOCK.used = self.codes, None
-        threading.settrace(tracer)
         outcome = {}
         try:
-            with _timer.time_limit(_run._time_limit_in_force()) as timer, _run._reference_locked(), \
+            with _timer.time_limit(_run._time_limit_in_force()) as timer, _run._reference_locked(threads=True), \
                     contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), \
                     warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -170,8 +156,6 @@ class Server:
             outcome["error"] = {"timeout": True, "waited": bool(timer.waited)}
         except Exception as exc:
             outcome["error"] = _exception(exc)
-        finally:
-            threading.settrace(None)
         if _run._LOCK.used:
             outcome["error"] = {"reference": True}
         outcome["used"] = _run._LOCK.used or ""
@@ -288,7 +272,7 @@ def answer(candidate, key: str, hello: dict | None = None) -> None:
             request = wire.decode(wire.receive(REQUEST_FD))
         except EOFError:
             return
-        reply = server.handle(request)
+        reply = server.call(request) if request.get("op") == "call" else server.backward(request)
         try:
             wire.send(REPLY_FD, wire.encode(reply))
         except wire.Malformed as exc:  # a result that cannot be sent: a complex tensor, a huge one, ...

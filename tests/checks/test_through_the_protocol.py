@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 
 import pytest
+from grading_helpers import through_protocol
 
 from encoder_course import checks
-from encoder_course.course.verdict import through_protocol
 
 from .catalogue import catalogues
 
