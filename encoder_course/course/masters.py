@@ -21,7 +21,9 @@ NUMBER = re.compile(r"^(\d\d)[_\-\s]")
 
 
 @dataclass
-class Exercise:
+class GradedExercise:
+    """An exercise as a solution notebook grades it (the registry's ``Exercise`` says what it is)."""
+
     key: str
     name: str  # what the learner defines (function or class name)
     points: float
@@ -33,7 +35,7 @@ class Exercise:
 class Master:
     name: str  # "03_masks"
     setup: list[str]
-    exercises: list[Exercise]
+    exercises: list[GradedExercise]
 
     @property
     def max_points(self) -> float:
@@ -95,7 +97,7 @@ def load_master(path: Path) -> Master:
         ex_cell = next((x for x in cells if x.meta.get("role") == "exercise" and x.meta.get("exercise") == key), None)
         points = c.meta.get("points", 1)
         points = float(points) if isinstance(points, (int, float)) and points >= 0 else 1.0
-        exercises.append(Exercise(key, exercise(key).name, points, ex_cell.id if ex_cell else None, c.id))
+        exercises.append(GradedExercise(key, exercise(key).name, points, ex_cell.id if ex_cell else None, c.id))
     setup = [c.source for c in cells if c.meta.get("role") == "setup"]
     return Master(Path(path).stem, setup, exercises)
 
@@ -143,7 +145,7 @@ def match(masters: list[Master], cells: list[Cell], filename: str) -> tuple[Mast
     return best, how
 
 
-def exercise_cell(master: Master, ex: Exercise, cells: list[Cell]) -> Cell | None:
+def exercise_cell(master: Master, ex: GradedExercise, cells: list[Cell]) -> Cell | None:
     """The submission's cell for ``ex``: by metadata, then by cell id, then by what it defines."""
     marked = [c for c in cells if c.meta.get("role") == "exercise" and c.meta.get("exercise") == ex.key]
     if marked:
