@@ -86,6 +86,11 @@ def explore_toy():
 
 __all__ += ["toy_view", "explore_toy"]
 '''
+WIDGET_TEST = '''
+
+def test_toy_view_every_value():
+    assert [widgets.toy_view(n) for n in range(1, 6)] == ["x" * n for n in range(1, 6)]
+'''
 
 
 def _copy(dest: Path) -> Path:
@@ -124,9 +129,12 @@ def _follow_the_checklists(repo: Path) -> tuple[set[str], set[str]]:
     nbformat.write(nb, solution)
     widget = repo / "encoder_course/widgets/review.py"
     widget.write_text(widget.read_text() + WIDGET)
+    widget_test = repo / "tests/test_widgets_review.py"
+    widget_test.write_text(widget_test.read_text() + WIDGET_TEST)
     exercise = {REFERENCE[0], "encoder_course/checks/registry.py", CHECKER[0], CATALOGUE[0],
                 "notebooks/solutions/12_review.ipynb"}
-    return exercise, {"encoder_course/widgets/review.py", "notebooks/solutions/12_review.ipynb"}
+    return exercise, {"encoder_course/widgets/review.py", "tests/test_widgets_review.py",
+                      "notebooks/solutions/12_review.ipynb"}
 
 
 def _run(repo: Path, *args: str) -> subprocess.CompletedProcess:
@@ -148,7 +156,7 @@ def test_a_toy_exercise_and_widget_added_through_readmes_checklist(tmp_path):
     _run(repo, *learner)  # (the learner versions up to date first: tests/test_learner_versions.py checks that)
     before = _tree(repo)
     exercise, widget = _follow_the_checklists(repo)
-    assert len(exercise) <= 5 and len(widget) <= 2
+    assert len(exercise) <= 5 and len(widget) <= 3
     edited = exercise | widget
 
     # The checklist's commands (execute's notebook run is left out: the notebook tests run every notebook).
@@ -177,4 +185,4 @@ def test_a_toy_exercise_and_widget_added_through_readmes_checklist(tmp_path):
     assert _run(repo, sys.executable, "-c", probe).stdout.strip() == "✓ double: all checks passed"
     _run(repo, sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
          "tests/checks/test_registry.py", "tests/checks/test_toy.py", "tests/test_manifest.py",
-         "tests/test_delivery.py::test_readme_counts_the_checker_catalogues")
+         "tests/test_delivery.py::test_readme_counts_the_checker_catalogues", "tests/test_widgets_review.py")
