@@ -6,8 +6,9 @@ outputs) and ``notebooks/NN_name.ipynb`` (the learner version made from it); its
 ``encoder_course/course/quiz_bank/name.py``, where it has them. Its exercises are the registry's
 (``checks/registry.py``) whose ``notebook`` is ``NN_name``.
 
-README's course map (``encoder-course execute`` rewrites it between its markers), the website, the
-budgets and the command line all read this list: adding a notebook is one entry here.
+README's course map (``encoder-course execute`` and ``encoder-course learner`` rewrite it between its
+markers), the website, the budgets and the command line all read this list: a new notebook is one entry
+here beside its files (README's "Adding something").
 """
 
 from __future__ import annotations
