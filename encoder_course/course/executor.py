@@ -311,38 +311,38 @@ def _start_kernel(kernel_name: str, cwd, startup_timeout: float, deadline: float
     raise _KernelDidNotStart(reason)
 
 
-def _run_cell(kc, km, cell, deadline: float, collected: _Outputs, nbformat) -> str:
-    """Run one cell; returns ``"ok"``, ``"error"``, ``"timed out"`` or ``"kernel died"``."""
-    msg_id = kc.execute(cell["source"], store_history=True, allow_stdin=False)
-    idle = False
-    while not idle:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return "timed out"
-        try:
-            msg = kc.get_iopub_msg(timeout=min(POLL_S, remaining))
-        except queue.Empty:
-            if not km.is_alive():
-                return "kernel died"
-            continue
-        if msg.get("parent_header", {}).get("msg_id") != msg_id:
-            continue
-        kind = msg["header"]["msg_type"]
-        if kind == "status":
-            idle = msg["content"].get("execution_state") == "idle"
-        elif kind == "execute_input":
-            cell["execution_count"] = msg["content"].get("execution_count")
-        else:
-            collected.handle(msg, cell["outputs"], nbformat)
+def _next_reply(get, km, msg_id: str, deadline: float):
+    """The next message of ``get`` (iopub or shell) that answers ``msg_id``, or ``"timed out"`` / ``"kernel died"``."""
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return "timed out"
         try:
-            reply = kc.get_shell_msg(timeout=min(POLL_S, remaining))
+            msg = get(timeout=min(POLL_S, remaining))
         except queue.Empty:
             if not km.is_alive():
                 return "kernel died"
             continue
-        if reply.get("parent_header", {}).get("msg_id") == msg_id:
-            return "error" if reply["content"].get("status") == "error" else "ok"
+        if msg.get("parent_header", {}).get("msg_id") == msg_id:
+            return msg
+
+
+def _run_cell(kc, km, cell, deadline: float, collected: _Outputs, nbformat) -> str:
+    """Run one cell; returns ``"ok"``, ``"error"``, ``"timed out"`` or ``"kernel died"``."""
+    msg_id = kc.execute(cell["source"], store_history=True, allow_stdin=False)
+    while True:
+        msg = _next_reply(kc.get_iopub_msg, km, msg_id, deadline)
+        if isinstance(msg, str):
+            return msg
+        kind = msg["header"]["msg_type"]
+        if kind == "status":
+            if msg["content"].get("execution_state") == "idle":
+                break
+        elif kind == "execute_input":
+            cell["execution_count"] = msg["content"].get("execution_count")
+        else:
+            collected.handle(msg, cell["outputs"], nbformat)
+    reply = _next_reply(kc.get_shell_msg, km, msg_id, deadline)
+    if isinstance(reply, str):
+        return reply
+    return "error" if reply["content"].get("status") == "error" else "ok"
