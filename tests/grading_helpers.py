@@ -96,15 +96,15 @@ def through_protocol(key: str, obj):
     the grader does, without the cells and the sandbox (the tests compare it with the verdict on ``obj``)."""
     import torch.fx.experimental.symbolic_shapes  # noqa: F401 (autograd.grad imports it on first use: before the fork)
 
-    from encoder_course.course import verdict, worker
+    from encoder_course.course import checker_process, worker
 
     def serve():  # (the grader's learner's process enters its sandbox here: a session of its own, and more)
         os.setsid()
         worker.answer(obj, key)
 
-    pid, request_w, reply_r = verdict.start_learner(serve)
+    pid, request_w, reply_r = checker_process.start_learner(serve)
     try:
-        return verdict.judge(key, request_w, reply_r)
+        return checker_process.judge(key, request_w, reply_r)
     finally:
         os.close(request_w)
         os.close(reply_r)

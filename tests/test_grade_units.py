@@ -14,7 +14,7 @@ from grading_helpers import MASTERS, RIGHT, learner, solved, strip_course_metada
 
 from encoder_course.course import grade as G
 from encoder_course.course import masters as M
-from encoder_course.course import runner, sandbox
+from encoder_course.course import checker_process, sandbox
 from encoder_course.course.cli import main
 
 
@@ -91,21 +91,35 @@ def test_points_and_exercises_come_from_the_master_only():
 
 def test_a_verdict_is_one_whole_line_with_a_known_status():
     good = json.dumps({"status": "passed", "message": "", "notes": ""}).encode()
-    assert runner.parse_verdict(json.dumps({"status": "great", "message": "", "notes": ""}).encode() + b"\n") is None
-    assert runner.parse_verdict(json.dumps({"status": "passed", "message": 3, "notes": ""}).encode() + b"\n") is None
-    assert runner.parse_verdict(b"garbage\n" + good + b"\n") is None  # the verdict is the checker's one line
-    assert runner.parse_verdict(good + b"\n")["status"] == "passed"
-    assert runner.parse_verdict(good) is None  # not a whole line yet
+    assert checker_process.parse_verdict(json.dumps({"status": "great", "message": "", "notes": ""}).encode() + b"\n") is None
+    assert checker_process.parse_verdict(json.dumps({"status": "passed", "message": 3, "notes": ""}).encode() + b"\n") is None
+    assert checker_process.parse_verdict(b"garbage\n" + good + b"\n") is None  # the verdict is the checker's one line
+    assert checker_process.parse_verdict(good + b"\n")["status"] == "passed"
+    assert checker_process.parse_verdict(good) is None  # not a whole line yet
 
 
-def test_the_plan_says_what_it_cannot_protect(monkeypatch):
+def test_the_plan_says_what_it_cannot_protect():
     plan = sandbox.make_plan("none")
-    assert plan.uid is None and not plan.namespaces and "your user" in plan.warnings[0]
-    assert "as uid" in plan.describe() and "no namespaces" in plan.describe()
-    monkeypatch.setattr(sandbox, "plan_exposure", lambda paths: ([], ["/x is not readable by others"]))
-    if os.geteuid() == 0:
-        plan = sandbox.make_plan("root")
-        assert plan.uid is None and "run as root" in plan.warnings[0]
+    assert "your user" in plan.warnings[0] and "(yours), no namespaces" in plan.describe()
+    assert "as uid 65534, own mount/PID/network namespaces" in sandbox.make_plan("root").describe()
+
+
+def test_root_that_cannot_isolate_is_refused_like_an_ordinary_user(tmp_path, monkeypatch, capsys):
+    """Root without namespaces (a container without CAP_SYS_ADMIN), or with a Python environment that
+    ``nobody`` cannot read, gets no weaker root mode: bubblewrap, else the run needs --trust-submissions."""
+    write(tmp_path / "class", "a.ipynb", json.dumps(learner()))
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(sandbox, "find_bwrap", lambda: None)
+    for probe, exposure, why in ((False, [], "may not create namespaces"),
+                                 (True, ["/x is not readable by others"], "/x is not readable by others")):
+        monkeypatch.setattr(sandbox, "probe_namespaces", lambda probe=probe: probe)
+        monkeypatch.setattr(sandbox, "plan_exposure", lambda paths, exposure=exposure: ([], exposure))
+        assert sandbox.root_cannot_isolate() and why in sandbox.root_cannot_isolate()
+        code = main(["grade", str(tmp_path / "class"), "--csv", str(tmp_path / "g.csv"), "--master", str(MASTERS)])
+        out = capsys.readouterr().out
+        assert code == 2 and "not run" in out and "As root it cannot isolate here either: " in out, out
+        assert why in out.split("either: ")[1], out
+    assert not (tmp_path / "g.csv").exists()
 
 
 def test_folders_others_cannot_enter_are_covered_and_the_needed_ones_shown():
@@ -154,9 +168,9 @@ def test_the_container_command_isolates(tmp_path):
     cmd = sandbox.container_command("docker", "img", "n1", sandbox.Plan("container", memory_mb=1024))
     text = " ".join(cmd)
     for part in ("--network none", "--user 65534:65534", "--read-only", "--memory 1024m", "--cap-drop ALL",
-                 "--pids-limit", "img python -s -m encoder_course.course.verdict stdio"):
+                 "--pids-limit", "img python -s -m encoder_course.course.checker_process stdio"):
         assert part in text
-    assert sandbox.DOCKERFILE.is_file() and "encoder_course.course.verdict" in sandbox.DOCKERFILE.read_text()
+    assert sandbox.DOCKERFILE.is_file() and "encoder_course.course.checker_process" in sandbox.DOCKERFILE.read_text()
     build = sandbox.build_image_command("docker")
     assert build[:2] == ["docker", "build"] and build[-1] == str(sandbox.course_root())
 
@@ -229,9 +243,9 @@ def test_no_file_stops_the_run_and_every_one_gets_a_row(tmp_path, capsys):
 
 def test_a_malformed_verdict_line_is_refused_never_raised(tmp_path):
     """A line nested past the parser's limit; a lone surrogate in a message is written as its escape."""
-    assert runner.parse_verdict(b"[" * 100_000 + b"]" * 100_000 + b"\n") is None
+    assert checker_process.parse_verdict(b"[" * 100_000 + b"]" * 100_000 + b"\n") is None
     lone = json.dumps({"status": "failed", "message": "bad \ud800 text", "notes": ""}).encode()
-    G._atomic_write(tmp_path / "d.json", json.dumps(runner.parse_verdict(lone + b"\n"), ensure_ascii=False))
+    G._atomic_write(tmp_path / "d.json", json.dumps(checker_process.parse_verdict(lone + b"\n"), ensure_ascii=False))
     assert "bad \\ud800 text" in (tmp_path / "d.json").read_text(encoding="utf-8")
 
 

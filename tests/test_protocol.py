@@ -137,7 +137,7 @@ def test_a_module_that_dies_during_backward_ends_its_check_not_the_checker():
 def test_gradients_reach_the_right_output_when_some_outputs_carry_none():
     """A function returning (a constant, the answer): the gradient of the second reaches its inputs."""
     from encoder_course.course import remote, worker
-    from encoder_course.course.verdict import start_learner
+    from encoder_course.course.checker_process import start_learner
 
     def pooled(hidden, mask):
         return torch.zeros(2), (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)

@@ -3,7 +3,7 @@
 ``encoder-course grade PATH...``: README's "For teachers" says what it does and what it protects. Every file
 under PATH becomes a :class:`Submission`, read once (one open that cannot block) before any learner code runs,
 and gets a row whatever it is; ``masters.py`` matches it to a master, which alone decides the exercises, the
-points and the setup cells; each exercise is one job for a ``runner.VerdictRunner`` (``--jobs`` of them, each
+points and the setup cells; each exercise is one job for a ``checker_process.VerdictRunner`` (``--jobs`` of them, each
 with its own fork server). Rows are saved atomically as they finish, so ``--resume`` grades the rest.
 """
 
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from . import masters as M
 from . import sandbox
-from .runner import OUTPUT_CAP, RunnerError, VerdictRunner
+from .checker_process import OUTPUT_CAP, RunnerError, VerdictRunner
 
 STATUSES = ("passed", "failed", "not attempted", "error", "timed out", "missing")
 FIXED = ["student", "notebook"]
@@ -395,11 +395,11 @@ def summary(results: list[Submission], keys: list[str], top: int = 3) -> str:
 
 
 UNTRUSTED = (
-    "encoder-course grade: not run. As an ordinary user without bubblewrap, each submission's code would run "
-    "as you: it could read your files (other submissions, the solutions, your home folder), reach the network "
-    "and leave processes behind. Install bubblewrap (the package bubblewrap: each exercise then runs in its "
-    "own namespaces, seeing only Python and the course), grade as root (each exercise then runs as 'nobody' "
-    "in its own namespaces), or with --isolate container (Docker or Podman), or, if you trust every file you "
+    "encoder-course grade: not run. Without bubblewrap, each submission's code would run as you: it could "
+    "read your files (other submissions, the solutions, your home folder), reach the network and leave "
+    "processes behind. Install bubblewrap (the package bubblewrap: each exercise then runs in its own "
+    "namespaces, seeing only Python and the course), grade as root (each exercise then runs as 'nobody' in "
+    "its own namespaces), or with --isolate container (Docker or Podman), or, if you trust every file you "
     "grade, pass --trust-submissions.\n")
 
 
@@ -442,9 +442,11 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
     notebooks = [e for e in entries if e.nb is not None]
     mode = isolate
     if isolate == "process":
-        mode = "root" if os.name == "posix" and os.geteuid() == 0 else "bwrap" if sandbox.find_bwrap() else "none"
+        as_root = os.name == "posix" and os.geteuid() == 0
+        why_not_root = sandbox.root_cannot_isolate() if as_root else ""
+        mode = "root" if as_root and not why_not_root else "bwrap" if sandbox.find_bwrap() else "none"
         if mode == "none" and notebooks and not trust:
-            out.write(UNTRUSTED)
+            out.write(UNTRUSTED + (f"As root it cannot isolate here either: {why_not_root}.\n" if as_root else ""))
             return [], 2
     kept_rows = read_csv(csv_path) if resume and csv_path else []
     done = {row.get("file") for row in kept_rows}

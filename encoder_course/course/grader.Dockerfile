@@ -11,9 +11,9 @@ ENV PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1 OMP_NUM_THREADS=1 MKL_NUM_THREA
 RUN pip install --index-url https://download.pytorch.org/whl/cpu "torch>=2.2"
 COPY pyproject.toml README.md /course/
 COPY encoder_course /course/encoder_course
-RUN pip install /course ipython && python -c "import encoder_course.checks, encoder_course.course.verdict"
+RUN pip install /course ipython && python -c "import encoder_course.checks, encoder_course.course.checker_process"
 
 # Verdict processes run as nobody (`docker run --user 65534:65534`), with a read-only root file system.
 WORKDIR /job
 USER 65534:65534
-CMD ["python", "-s", "-m", "encoder_course.course.verdict", "stdio"]
+CMD ["python", "-s", "-m", "encoder_course.course.checker_process", "stdio"]

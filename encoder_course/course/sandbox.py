@@ -42,9 +42,7 @@ class Plan:
     """How the learner's processes are isolated in this run (sent to the fork server as JSON)."""
 
     mode: str = "none"  # root, bwrap, container or none (see the module's docstring)
-    uid: int | None = None  # drop to this user and group (root mode)
-    namespaces: bool = False  # new mount, PID, network, IPC and UTS namespaces (root mode)
-    expose: list = field(default_factory=list)  # [folder to cover, [folders inside it to show]]
+    expose: list = field(default_factory=list)  # [folder to cover, [folders inside it to show]] (root)
     hide: list = field(default_factory=list)  # folders covered by an empty read-only folder
     hide_files: list = field(default_factory=list)  # files covered by /dev/null
     keep_in_tmp: list = field(default_factory=list)  # needed folders under /tmp, /var/tmp, /dev/shm: bound back
@@ -53,11 +51,11 @@ class Plan:
     warnings: list = field(default_factory=list)
 
     def describe(self) -> str:
-        who = f"as uid {self.uid}" if self.uid is not None else f"as uid {os.geteuid()} (yours)"
-        how = {"bwrap": "in bubblewrap (own user/mount/PID/network namespaces, only the Python environment "
-                        "and the course visible, read-only)", "container": "in a container"}.get(
-            self.mode, "own mount/PID/network namespaces" if self.namespaces else "no namespaces")
-        return f"{who}, {how}, memory {self.memory_mb} MB"
+        how = {"root": f"as uid {NOBODY}, own mount/PID/network namespaces",
+               "bwrap": f"as uid {os.geteuid()} (yours), in bubblewrap (own user/mount/PID/network namespaces, "
+                        "only the Python environment and the course visible, read-only)",
+               "container": "in a container"}.get(self.mode, f"as uid {os.geteuid()} (yours), no namespaces")
+        return f"{how}, memory {self.memory_mb} MB"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -145,9 +143,17 @@ def plan_exposure(paths: list[str]) -> tuple[list, list[str]]:
     return [[k, sorted(set(v))] for k, v in sorted(cover.items())], problems
 
 
+def root_cannot_isolate() -> str:
+    """Why root mode cannot isolate here ('' when it can): it needs new namespaces, and ``nobody`` must be
+    able to read the Python environment and the course once the folders on the way are covered."""
+    if not probe_namespaces():
+        return "this process may not create namespaces (a container without CAP_SYS_ADMIN, say)"
+    return "; ".join(plan_exposure(needed_paths())[1])
+
+
 def make_plan(mode: str, *, hide=(), hide_files=(), memory_mb=4096, cpu_s=120) -> Plan:
-    """The isolation of this run: ``mode`` is root, bwrap, container or none; a root run falls back to
-    fewer namespaces, or to running as root, where the machine allows no better (with a warning)."""
+    """The isolation of this run: ``mode`` is root (``root_cannot_isolate()`` said it can), bwrap,
+    container or none."""
     plan = Plan(mode, memory_mb=int(memory_mb), cpu_s=int(cpu_s))
     if mode == "none":
         plan.warnings.append("the learner's processes run as your user, without namespaces (they can read "
@@ -159,23 +165,13 @@ def make_plan(mode: str, *, hide=(), hide_files=(), memory_mb=4096, cpu_s=120) -
         if os.path.isdir(h) and h not in plan.hide and not any(_under(n, h) for n in needed):
             plan.hide.append(h)
     plan.hide_files = sorted({os.path.realpath(f) for f in hide_files})
-    if mode == "bwrap":
-        return plan
-    expose, problems = plan_exposure(needed)
-    namespaces = probe_namespaces()
-    if problems or (expose and not namespaces):
-        plan.warnings.append("the learner's processes run as root: " + ("; ".join(problems) or (
-            "'nobody' cannot reach " + ", ".join(e for c in expose for e in c[1])
-            + " and no mount namespace is available to make it reachable")))
-        return plan
-    plan.uid, plan.namespaces, plan.expose = NOBODY, namespaces, expose
-    plan.keep_in_tmp = [n for n in needed if any(n.startswith(t + "/") for t in PRIVATE_TMP)]
-    if plan.keep_in_tmp and namespaces:
+    if mode == "root":
+        plan.expose = plan_exposure(needed)[0]
+        plan.keep_in_tmp = [n for n in needed if any(n.startswith(t + "/") for t in PRIVATE_TMP)]
+    if plan.keep_in_tmp:
         plan.warnings.append("the Python environment or the course lies under a temporary folder ("
                              + ", ".join(plan.keep_in_tmp) + "): it is bound read-only into each learner's "
                              "process's private /tmp")
-    if not namespaces:
-        plan.warnings.append("no namespaces: the learner's processes can see other processes and the network")
     return plan
 
 
@@ -212,20 +208,21 @@ def find_bwrap() -> str | None:
     return exe if done.returncode == 0 else None
 
 
-def bwrap_command(plan: Plan, base: str) -> list[str]:
+def bwrap_command(plan: Plan) -> list[str]:
     """The bubblewrap around the fork server: nothing of the host but the system's folders, the Python
-    environment and the course, the grader's folder of job files (all read-only); its own size-limited
-    /tmp; no network, no home, submissions, masters or gradebook. The server is the sandbox's PID 1, which
-    the learner's processes (its descendants) can neither stop nor kill."""
+    environment and the course (all read-only); its own size-limited /tmp; no network, no home, submissions,
+    masters or gradebook. The server is the sandbox's PID 1, which the learner's processes (its descendants)
+    can neither stop nor kill."""
     cmd = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--as-pid-1",
-           "--cap-drop", "ALL", "--dev", "/dev", "--proc", "/proc", "--size", str(TMPFS_MB << 20), "--tmpfs", "/tmp"]
+           "--cap-drop", "ALL", "--dev", "/dev", "--proc", "/proc", "--size", str(TMPFS_MB << 20), "--tmpfs", "/tmp",
+           "--chdir", "/tmp"]
     for d in SYSTEM_DIRS:
         cmd += ["--ro-bind-try", d, d]
-    bound = needed_paths() + [base]
+    bound = needed_paths()
     for p in bound:
         cmd += ["--ro-bind", p, p]
     visible = lambda path: any(_under(path, p) and path != p for p in bound + list(SYSTEM_DIRS))  # noqa: E731
-    for h in plan.hide:  # (never one that holds what must stay visible: the job folders, say)
+    for h in plan.hide:  # (never one that holds what must stay visible)
         if visible(h) and not any(_under(p, h) for p in bound):
             cmd += ["--tmpfs", h, "--remount-ro", h]
     for f in plan.hide_files:
@@ -269,14 +266,6 @@ def clean_environment(job_dir: str) -> dict[str, str]:
     }
 
 
-def make_job_dir(base: str, plan: Plan) -> str:
-    """A fresh folder for one exercise, owned by the user its learner's process runs as."""
-    job = tempfile.mkdtemp(prefix="job-", dir=base)
-    if plan.uid is not None:
-        os.chown(job, plan.uid, plan.uid)
-    return job
-
-
 def _started(pid: int) -> str | None:
     """When process ``pid`` started (ticks since boot: with the pid, it names one process), None if gone."""
     try:
@@ -311,7 +300,7 @@ def _limits(plan: Plan) -> None:
     mb = 1 << 20
     limits = [(resource.RLIMIT_AS, plan.memory_mb * mb), (resource.RLIMIT_CPU, plan.cpu_s),
               (resource.RLIMIT_FSIZE, TMPFS_MB * mb), (resource.RLIMIT_CORE, 0), (resource.RLIMIT_NOFILE, 256)]
-    if plan.uid is not None or plan.mode == "bwrap":  # in bubblewrap's user namespace: counts only the sandbox's
+    if plan.mode in ("root", "bwrap"):  # (in bubblewrap's user namespace it counts only the sandbox's)
         limits.append((resource.RLIMIT_NPROC, 256))
     for which, value in limits:
         with contextlib.suppress(ValueError, OSError):
@@ -359,11 +348,11 @@ def enter(plan: Plan, job_dir: str) -> None:
     """Isolate the calling (just forked) process, and make a job folder its working directory: in a private
     /tmp where there is one (memory, never the host's disk), else ``job_dir``.
 
-    With namespaces, the caller forks once more: the child is PID 1 of a new PID namespace (when it
+    As root, the caller forks once more: the child is PID 1 of a new PID namespace (when it
     ends, the kernel kills everything inside), the caller waits for it and exits with its status.
     """
     os.setsid()
-    if plan.namespaces:
+    if plan.mode == "root":
         _call("unshare", ctypes.c_int(NAMESPACES))
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         pid = os.fork()
@@ -373,16 +362,16 @@ def enter(plan: Plan, job_dir: str) -> None:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # PID 1 of the new namespace: dies with the process that waits
         _mounts(plan)
     _limits(plan)
-    if plan.uid is not None:
+    if plan.mode == "root":
         os.setgroups([])
-        os.setgid(plan.uid)
-        os.setuid(plan.uid)
-        if os.getuid() != plan.uid or os.geteuid() != plan.uid:
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+        if os.getuid() != NOBODY or os.geteuid() != NOBODY:
             raise OSError("could not drop privileges")
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     prctl(PR_SET_DUMPABLE, 0)  # no reading this process's memory through /proc, even by its own user
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if plan.namespaces or plan.mode == "bwrap":  # (bubblewrap's /tmp is the fork server's, emptied per job)
+    if plan.mode in ("root", "bwrap"):  # (bubblewrap's /tmp is the fork server's, emptied per job)
         job_dir = "/tmp/job"
         os.mkdir(job_dir, 0o700)
     os.chdir(job_dir)
@@ -454,4 +443,4 @@ def container_command(engine: str, image: str, name: str, plan: Plan) -> list[st
     for key, value in sorted(env.items()):
         if key != "PATH":
             cmd += ["-e", f"{key}={value}"]
-    return cmd + [image, "python", "-s", "-m", "encoder_course.course.verdict", "stdio"]
+    return cmd + [image, "python", "-s", "-m", "encoder_course.course.checker_process", "stdio"]

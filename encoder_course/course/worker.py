@@ -1,4 +1,4 @@
-"""The learner's process: it runs the submission's cells, then answers the checker (``verdict.py``).
+"""The learner's process: it runs the submission's cells, then answers the checker (``checker_process.py``).
 
 It runs the master's setup cells and the learner's exercise cells, says what the graded name is, then
 serves the checker's requests on its two pipes, in plain data only (``wire.py``): ``call`` (the learner's
