@@ -75,6 +75,14 @@ def test_interrupted_and_killed_runs_keep_their_rows_and_resume(tmp_path):
     _, alive = psutil.wait_procs(below, timeout=10)
     left = [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not left, [(p.pid, p.cmdline(), p.ppid()) for p in left]
+    # SIGTERM (a scheduler's stop) is a Ctrl-C too: the rows stay, the exit code names the signal
+    other = tmp_path / "other.csv"
+    proc = subprocess.Popen(_command(folder, other), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert _wait_for_rows(other, 1, proc)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM and "interrupted (SIGTERM)" in out, out
+    assert 1 <= len(_rows(other)) < 5
 
 
 def test_stoppers_and_spies_cost_only_their_own_exercise(tmp_path):

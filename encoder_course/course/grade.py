@@ -14,10 +14,10 @@ import csv
 import io
 import json
 import os
-import queue
 import signal
 import stat
 import sys
+import threading
 import time
 import unicodedata
 from collections import Counter
@@ -98,20 +98,6 @@ def escape(text) -> str:
 
 def file_stamp(info: os.stat_result) -> tuple:
     return (info.st_ino, info.st_size, info.st_mtime_ns)
-
-
-class NotRegular(OSError):
-    """The path is (or became) a FIFO, a device, a socket or a folder: it is never read."""
-
-
-def read_bytes(path: Path) -> tuple[bytes, tuple]:
-    """The file's bytes (at most MAX_BYTES + 1) and its stamp, from one open that neither follows a link
-    nor blocks (a FIFO swapped in after the listing would wait for a writer forever), of a regular file only."""
-    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW), "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise NotRegular(f"{path} is not a regular file")
-        return handle.read(MAX_BYTES + 1), file_stamp(info)
 
 
 def too_deep(data) -> bool:
@@ -209,10 +195,14 @@ def _entry(path: Path, rel: str, roots: list[str], given: bool = False) -> Submi
 
 
 def _read(entry: Submission, path: Path) -> Submission:
+    """The one read of a file: one open that neither follows a link nor blocks (a FIFO swapped in after the
+    listing would wait for a writer forever), of a regular file only, at most MAX_BYTES + 1 bytes."""
     try:
-        raw, entry.stamp = read_bytes(path)
-    except NotRegular:
-        return _set(entry, "not a regular file")
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW), "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return _set(entry, "not a regular file")
+            raw, entry.stamp = handle.read(MAX_BYTES + 1), file_stamp(info)
     except OSError as exc:
         return _set(entry, "unreadable", exc.strerror or str(exc))
     odd = not path.name.endswith(".ipynb")
@@ -314,19 +304,15 @@ def _first_line(r: Submission, key: str, width: int) -> str:
 
 
 def row_of(r: Submission, keys: list[str]) -> dict:
+    """``r``'s gradebook row, its text cells made safe (numbers are written as they are)."""
     notes = list(r.notes)
     for k, status in r.checks.items():
         if status != "passed":
             why = _first_line(r, k, 160) if status in ("failed", "error", "timed out") else ""
             notes.append(f"{k}: {status}" + (f" ({why})" if why else ""))
-    return {"student": r.student, "notebook": r.notebook, **{k: number(r.points.get(k)) for k in keys},
-            "total": number(r.total), "max": number(r.max_points), "status": r.status, "file": r.file,
-            "notes": "; ".join(notes)}
-
-
-def safe_row(row: dict, keys: list[str]) -> dict:
-    """The row with every text cell made safe (numbers are written as they are)."""
-    return {h: (v if h in keys or h in ("total", "max") else cell(v)) for h, v in row.items()}
+    return {"student": cell(r.student), "notebook": r.notebook, **{k: number(r.points.get(k)) for k in keys},
+            "total": number(r.total), "max": number(r.max_points), "status": r.status, "file": cell(r.file),
+            "notes": cell("; ".join(notes))}
 
 
 def write_csv(path, rows: list[dict], keys: list[str]) -> None:
@@ -356,18 +342,6 @@ def read_csv(path) -> list[dict]:
             return list(csv.DictReader(handle))
     except (OSError, csv.Error, UnicodeDecodeError):
         return []
-
-
-def format_table(results: list[Submission], keys: list[str]) -> str:
-    header = ["file", "notebook", *keys, "score", "status"]
-    rows = []
-    for r in results:
-        score = f"{number(r.total)}/{number(r.max_points)}" if r.max_points is not None else "-"
-        rows.append([r.file, r.notebook or "-", *[r.checks.get(k, "") for k in keys], score, r.status])
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    lines = ["  ".join(str(x).ljust(w) for x, w in zip(header, widths)).rstrip(), "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip() for row in rows]
-    return "\n".join(lines)
 
 
 def summary(results: list[Submission], keys: list[str], top: int = 3) -> str:
@@ -401,15 +375,6 @@ UNTRUSTED = (
     "namespaces, seeing only Python and the course), grade as root (each exercise then runs as 'nobody' in "
     "its own namespaces), or with --isolate container (Docker or Podman), or, if you trust every file you "
     "grade, pass --trust-submissions.\n")
-
-
-class Interrupted(BaseException):
-    """SIGINT or SIGTERM to the grader (a BaseException, as KeyboardInterrupt: no `except Exception` on the
-    way, such as the runner's "could not start" handler, may turn it into a graded error)."""
-
-    def __init__(self, signum):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
 
 
 def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 60.0, master_dir=None,
@@ -468,23 +433,19 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
     setups = list(dict.fromkeys(s for e in graded if e.master for s in e.master.setup))
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(graded) or 1))
     runners = [VerdictRunner(plan, timeout=timeout, setups=setups, image=image) for _ in range(jobs)]
-    free: queue.SimpleQueue = queue.SimpleQueue()
-    for r in runners:
-        free.put(r)
+    free, local = list(runners), threading.local()
 
-    def work(entry: Submission) -> Submission:
-        r = free.get()
-        try:
-            return grade_entry(entry, r)
-        finally:
-            free.put(r)
+    def work(entry: Submission) -> Submission:  # each of the pool's threads takes a runner of its own
+        local.runner = getattr(local, "runner", None) or free.pop()
+        return grade_entry(entry, local.runner)
 
-    previous = {}
+    previous, caught = {}, [signal.SIGINT]
 
-    def stop(signum, frame):
+    def stop(signum, frame):  # (a BaseException: no `except Exception` on the way makes it a graded error)
         for sig in previous:  # one is enough: the wrap-up (killing, saving, printing) is not interrupted
             signal.signal(sig, signal.SIG_IGN)
-        raise Interrupted(signum)
+        caught.append(signum)
+        raise KeyboardInterrupt
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(ValueError, OSError):  # not the main thread
@@ -511,9 +472,9 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
                       + f" ({res.seconds:.1f} s)\n")
             out.flush()
             _save(csv_path, details_path, kept_rows, results, keys)
-    except Interrupted as exc:
-        code = 128 + exc.signum
-        out.write(f"\ninterrupted ({exc}): {len(results)} of {len(todo)} file(s) graded and saved; "
+    except KeyboardInterrupt:
+        code = 128 + caught[-1]
+        out.write(f"\ninterrupted ({signal.Signals(caught[-1]).name}): {len(results)} of {len(todo)} file(s) graded and saved; "
                   "run again with --resume to grade the rest\n")
     except RunnerError as exc:
         code = 2
@@ -532,7 +493,7 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
             signal.signal(sig, handler)
     results.sort(key=todo.index)
     if results:
-        out.write("\n" + format_table(results, keys) + "\n\n" + summary(results, keys) + "\n")
+        out.write("\n" + summary(results, keys) + "\n")
     if csv_path and (results or kept_rows):
         _save(csv_path, details_path, kept_rows, results, keys)
         out.write(f"\nwrote {escape(csv_path)}" + (f" and {escape(details_path)}" if details_path else "") + "\n")
@@ -541,7 +502,7 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
 
 def _save(csv_path, details_path, kept_rows, results, keys) -> None:
     if csv_path:
-        write_csv(csv_path, kept_rows + [safe_row(row_of(r, keys), keys) for r in results], keys)
+        write_csv(csv_path, kept_rows + [row_of(r, keys) for r in results], keys)
     if details_path:
         details = [{k: getattr(r, k) for k in DETAILS} for r in results]
         _atomic_write(Path(details_path), json.dumps(details, indent=1, ensure_ascii=False))

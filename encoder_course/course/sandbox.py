@@ -266,27 +266,11 @@ def clean_environment(job_dir: str) -> dict[str, str]:
     }
 
 
-def _started(pid: int) -> str | None:
-    """When process ``pid`` started (ticks since boot: with the pid, it names one process), None if gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[19].decode()
-    except (OSError, IndexError):
-        return None
-
-
 def make_run_base() -> str:
-    """The grader's private folder for this run (0711: others may pass through it, not list it), naming its
-    owner. A killed run cannot remove its own: each run first removes this user's whose owner is gone."""
-    for old in Path(tempfile.gettempdir()).glob(RUN_PREFIX + "*"):
-        try:
-            pid, started = (old / "owner").read_text("ascii").split()
-            if old.lstat().st_uid == os.getuid() and _started(int(pid)) != started:
-                shutil.rmtree(old, ignore_errors=True)
-        except (OSError, ValueError):
-            continue
+    """The grader's private folder for this run (0711: others may pass through it, not list it): the fork
+    server's home and log, and the learner's folders where no private /tmp is (``--trust-submissions``)."""
     base = tempfile.mkdtemp(prefix=RUN_PREFIX)
     os.chmod(base, 0o711)
-    Path(base, "owner").write_text(f"{os.getpid()} {_started(os.getpid())}", "ascii")
     return base
 
 
