@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LEARNER = ROOT / "notebooks" / "03_masks.ipynb"
 SOLUTION = ROOT / "notebooks" / "solutions" / "03_masks.ipynb"
-MASTERS = ROOT / "notebooks" / "solutions"
+SOLUTIONS = ROOT / "notebooks" / "solutions"
 PROFILE = ROOT / "tests" / "ipython_profile"
 
 RIGHT = {

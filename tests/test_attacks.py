@@ -21,15 +21,15 @@ import time
 from pathlib import Path
 
 import pytest
-from grading_helpers import MASTERS, RIGHT, ROOT, WRONG, solved, write
+from grading_helpers import RIGHT, ROOT, SOLUTIONS, WRONG, solved, write
 
 pytestmark = pytest.mark.notebooks
 ATTACKS = sorted((ROOT / "tests" / "attacks").glob("*.py"))
 HONEST = ("aa_honest_0.ipynb", "mm_honest_1.ipynb", "zz_honest_2.ipynb")
 
 
-def _class(folder: Path, masters: Path) -> None:
-    header = (f"CLASS_DIR = {str(folder)!r}\nMASTERS_DIR = {str(masters)!r}\nCOURSE_DIR = {str(ROOT)!r}\n"
+def _class(folder: Path, solutions: Path) -> None:
+    header = (f"CLASS_DIR = {str(folder)!r}\nSOLUTIONS_DIR = {str(solutions)!r}\nCOURSE_DIR = {str(ROOT)!r}\n"
               f"WRONG = {WRONG['padding_mask']!r}\n")
     for path in ATTACKS:
         write(folder, f"attack_{path.stem}.ipynb", solved(padding_mask=header + path.read_text(encoding="utf-8"),
@@ -46,19 +46,19 @@ def _digest(paths) -> dict:
 
 
 def _grade_and_check(tmp_path: Path, command_prefix: list[str], owner: int | None) -> str:
-    folder, masters, out = tmp_path / "class", tmp_path / "masters", tmp_path / "out"
-    shutil.copytree(MASTERS, masters)
+    folder, solutions, out = tmp_path / "class", tmp_path / "solutions", tmp_path / "out"
+    shutil.copytree(SOLUTIONS, solutions)
     out.mkdir()
-    _class(folder, masters)
+    _class(folder, solutions)
     if owner is not None:
         for p in [tmp_path, folder, out, *folder.iterdir()]:
             os.chown(p, owner, owner)
-    watched = _digest(sorted(folder.iterdir())) | _digest(sorted(masters.iterdir())) \
+    watched = _digest(sorted(folder.iterdir())) | _digest(sorted(solutions.iterdir())) \
         | _digest(sorted((ROOT / "encoder_course" / "checks").glob("*.py")))
     csv_path = out / "grades.csv"
     start, started = time.monotonic(), time.time()
     done = subprocess.run(command_prefix + ["-m", "encoder_course.course.cli", "grade", str(folder), "--csv",
-                                            str(csv_path), "--master", str(masters), "--timeout", "20"],
+                                            str(csv_path), "--solutions", str(solutions), "--timeout", "20"],
                           capture_output=True, text=True, timeout=900, cwd=tmp_path)
     log = done.stdout + done.stderr
     assert done.returncode == 0, log[-3000:]
@@ -73,7 +73,7 @@ def _grade_and_check(tmp_path: Path, command_prefix: list[str], owner: int | Non
     latin = next(r for f, r in rows.items() if f.startswith("Jos"))
     assert latin["file"] == "Jos\\xe9_latin1_name.ipynb" and latin["padding_mask"] == "0"
     assert rows["deeply_nested.ipynb"]["status"] != "graded"
-    # nothing outside the rows changed: submissions, masters, the course's checkers
+    # nothing outside the rows changed: submissions, solutions, the course's checkers
     assert _digest(Path(p) for p in watched) == watched
     planted = [p for p in Path("/tmp").glob(".ipython/**/00-evil.py") if p.stat().st_mtime >= started]
     assert not planted, planted

@@ -16,11 +16,11 @@ import time
 
 import pytest
 from grading_helpers import (
-    MASTERS,
     PASS_LINE,
     PROFILE,
     RIGHT,
     SOLUTION,
+    SOLUTIONS,
     WRONG,
     add_cell,
     learner,
@@ -192,7 +192,7 @@ def graded(tmp_path_factory):
     os.environ["IPYTHONDIR"] = str(profile)
     start = time.monotonic()
     try:
-        results, code = grade([folder], csv_path=csv_path, details_path=details, timeout=15, master_dir=MASTERS,
+        results, code = grade([folder], csv_path=csv_path, details_path=details, timeout=15, solutions_dir=SOLUTIONS,
                               out=log)
     finally:
         if old is None:

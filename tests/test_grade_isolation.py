@@ -1,4 +1,4 @@
-"""`encoder-course grade` in this process: weaker isolation, every master, matching by file name."""
+"""`encoder-course grade` in this process: weaker isolation, every solution, matching by file name."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from grading_helpers import MASTERS, RIGHT, SOLUTION, learner, load, solved, write
+from grading_helpers import RIGHT, SOLUTION, SOLUTIONS, learner, load, solved, write
 
 from encoder_course.course.grade import grade
 
@@ -35,7 +35,7 @@ def test_weak_isolation_still_keeps_the_saboteurs_out_of_other_rows(tmp_path):
     write(folder, "z_victim.ipynb", solved(padding_mask=RIGHT["padding_mask"], causal_mask=RIGHT["causal_mask"]))
     log = io.StringIO()
     start = time.monotonic()
-    results, code = grade([folder], csv_path=out / "grades.csv", timeout=3, master_dir=MASTERS, out=log,
+    results, code = grade([folder], csv_path=out / "grades.csv", timeout=3, solutions_dir=SOLUTIONS, out=log,
                           isolate="none")
     assert code == 0, log.getvalue()
     by_file = {r.file: r for r in results}
@@ -51,14 +51,14 @@ def test_weak_isolation_still_keeps_the_saboteurs_out_of_other_rows(tmp_path):
     assert "daemon-was-here" not in (out / "grades.csv").read_text()  # killed after its verdict
 
 
-def test_every_master_solution_passes_and_every_learner_stub_is_not_attempted(tmp_path):
-    """No false alarm: the masters' own answers pass every check under the tamper detection."""
+def test_every_solution_solution_passes_and_every_learner_stub_is_not_attempted(tmp_path):
+    """No false alarm: the solutions' own answers pass every check under the tamper detection."""
     folder = tmp_path / "class"
-    for path in sorted(MASTERS.glob("0[1-7]_*.ipynb")):
+    for path in sorted(SOLUTIONS.glob("0[1-7]_*.ipynb")):
         write(folder, "solution_" + path.name, load(path))
         write(folder, "learner_" + path.name, load(path.parent.parent / path.name))
     log = io.StringIO()
-    results, code = grade([folder], csv_path=tmp_path / "g.csv", timeout=60, master_dir=MASTERS, out=log)
+    results, code = grade([folder], csv_path=tmp_path / "g.csv", timeout=60, solutions_dir=SOLUTIONS, out=log)
     assert code == 0
     for r in results:
         expected = "passed" if r.file.startswith("solution_") else "not attempted"
@@ -71,7 +71,7 @@ def test_an_untouched_learner_notebook_is_found_by_its_file_name_alone(tmp_path)
     for c in nb["cells"]:
         c["metadata"], c["id"] = {}, os.urandom(4).hex()
     write(folder, "03_masks.ipynb", nb)
-    results, _ = grade([folder], csv_path=None, timeout=30, master_dir=MASTERS, out=io.StringIO())
+    results, _ = grade([folder], csv_path=None, timeout=30, solutions_dir=SOLUTIONS, out=io.StringIO())
     assert results[0].notebook == "03_masks"
     assert results[0].checks == {"padding_mask": "not attempted", "causal_mask": "not attempted"}
 
@@ -103,9 +103,9 @@ def test_the_container_protocol_with_a_stand_in_engine(tmp_path, monkeypatch):
     engine.chmod(0o755)
     monkeypatch.setattr(sandbox, "container_engine", lambda: (str(engine), ""))
     folder = tmp_path / "class"
-    write(folder, "right.ipynb", load(MASTERS / "01_tokens_and_positions.ipynb"))
-    write(folder, "stub.ipynb", load(MASTERS.parent / "01_tokens_and_positions.ipynb"))
-    results, code = grade([folder], csv_path=None, timeout=60, master_dir=MASTERS, out=io.StringIO(),
+    write(folder, "right.ipynb", load(SOLUTIONS / "01_tokens_and_positions.ipynb"))
+    write(folder, "stub.ipynb", load(SOLUTIONS.parent / "01_tokens_and_positions.ipynb"))
+    results, code = grade([folder], csv_path=None, timeout=60, solutions_dir=SOLUTIONS, out=io.StringIO(),
                           isolate="container", image="img")
     assert code == 0
     assert {r.file: r.checks["sinusoidal_positions"] for r in results} == {"right.ipynb": "passed",
@@ -125,7 +125,7 @@ def test_files_named_one_by_one_cannot_read_each_other(tmp_path):
     write(folder, "a_copies.ipynb", solved(padding_mask=spy, causal_mask=RIGHT["causal_mask"]))
     log = io.StringIO()
     results, code = grade([folder / "a_copies.ipynb", folder / "b_classmate.ipynb"], csv_path=tmp_path / "g.csv",
-                          timeout=30, master_dir=MASTERS, out=log, jobs=2)
+                          timeout=30, solutions_dir=SOLUTIONS, out=log, jobs=2)
     assert code == 0, log.getvalue()
     by_file = {r.file: r for r in results}
     assert "SAW-NOTHING" in by_file["a_copies.ipynb"].messages["padding_mask"], by_file["a_copies.ipynb"].messages
@@ -154,7 +154,7 @@ def test_an_environment_under_tmp_stays_importable_in_the_private_tmp(tmp_path):
     write(tmp_path / "class", "a.ipynb", solved(padding_mask=answer, causal_mask=RIGHT["causal_mask"]))
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     result = subprocess.run([str(venv / "bin" / "python"), "-m", "encoder_course.course.cli", "grade",
-                             str(tmp_path / "class"), "--csv", str(tmp_path / "g.csv"), "--master", str(MASTERS)],
+                             str(tmp_path / "class"), "--csv", str(tmp_path / "g.csv"), "--solutions", str(SOLUTIONS)],
                             cwd="/usr", env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "as uid 65534, own mount/PID/network namespaces" in result.stdout, result.stdout
@@ -171,7 +171,8 @@ def test_the_job_folder_is_a_small_tmpfs_not_the_hosts_disk(tmp_path):
               "    raise ValueError(f'WROTE {n} MB IN ' + os.getcwd())\n")
     write(tmp_path / "class", "a.ipynb", solved(padding_mask=answer, causal_mask=RIGHT["causal_mask"]))
     log = io.StringIO()
-    results, code = grade([tmp_path / "class"], csv_path=tmp_path / "g.csv", timeout=60, master_dir=MASTERS, out=log)
+    results, code = grade([tmp_path / "class"], csv_path=tmp_path / "g.csv", timeout=60, solutions_dir=SOLUTIONS,
+                          out=log)
     assert code == 0, log.getvalue()
     message = results[0].messages["padding_mask"]
     written = int(message.split("WROTE ")[1].split(" MB")[0])
@@ -186,7 +187,7 @@ def test_a_gradebook_written_in_tmp_itself_hides_nothing_the_grader_needs(tmp_pa
     write(folder, "good.ipynb", load(SOLUTION))
     csv_path = Path(tempfile.gettempdir()) / f"encoder-course-test-{os.getpid()}.csv"
     try:
-        results, code = grade([folder], csv_path=csv_path, timeout=60, master_dir=MASTERS, out=io.StringIO())
+        results, code = grade([folder], csv_path=csv_path, timeout=60, solutions_dir=SOLUTIONS, out=io.StringIO())
     finally:
         csv_path.unlink(missing_ok=True)
     assert code == 0 and results[0].checks == {"padding_mask": "passed", "causal_mask": "passed"}, results[0].messages

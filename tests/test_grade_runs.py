@@ -16,7 +16,7 @@ import time
 
 import psutil
 import pytest
-from grading_helpers import MASTERS, RIGHT, WRONG, load, solved, write
+from grading_helpers import RIGHT, SOLUTIONS, WRONG, load, solved, write
 
 pytestmark = pytest.mark.notebooks
 SECRET = "s3cr3t-teacher-7c1e"
@@ -24,7 +24,7 @@ SECRET = "s3cr3t-teacher-7c1e"
 
 def _command(folder, csv_path, *extra):
     return [sys.executable, "-m", "encoder_course.course.cli", "grade", str(folder), "--csv", str(csv_path),
-            "--master", str(MASTERS), *extra]
+            "--solutions", str(SOLUTIONS), *extra]
 
 
 def _rows(csv_path):
@@ -87,7 +87,7 @@ def test_interrupted_and_killed_runs_keep_their_rows_and_resume(tmp_path):
 
 def test_stoppers_and_spies_cost_only_their_own_exercise(tmp_path):
     folder = tmp_path / "class"
-    write(folder, "a_good.ipynb", load(MASTERS / "03_masks.ipynb"))
+    write(folder, "a_good.ipynb", load(SOLUTIONS / "03_masks.ipynb"))
     write(folder, "b_loops_in_first_exercise.ipynb", solved(
         padding_mask="while True:\n    pass\n", causal_mask=RIGHT["causal_mask"]))
     write(folder, "c_stops_itself.ipynb", solved(
@@ -112,7 +112,7 @@ def test_stoppers_and_spies_cost_only_their_own_exercise(tmp_path):
         "_posixsubprocess.fork_exec([b'/bin/sh', b'-c', b'kill -9 -1'], [b'/bin/sh'], True, (), None, None,"
         " -1, -1, -1, -1, -1, -1, r, w, True, False, -1, None, None, None, -1, None, False)\n"
         "import time\ntime.sleep(0.5)\n" + WRONG["padding_mask"]), causal_mask=RIGHT["causal_mask"]))
-    write(folder, "g_good_after_all_that.ipynb", load(MASTERS / "03_masks.ipynb"))
+    write(folder, "g_good_after_all_that.ipynb", load(SOLUTIONS / "03_masks.ipynb"))
     csv_path, details = tmp_path / "grades.csv", tmp_path / f"{SECRET}.json"
     env = dict(os.environ, TEACHER_TOKEN=SECRET)
     proc = subprocess.Popen(_command(folder, csv_path, "--timeout", "3", "--details", str(details)), env=env,

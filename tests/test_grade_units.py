@@ -9,11 +9,11 @@ import stat
 from pathlib import Path
 
 import pytest
-from grading_helpers import MASTERS, RIGHT, learner, solved, strip_course_metadata, write
+from grading_helpers import RIGHT, SOLUTIONS, learner, solved, strip_course_metadata, write
 
-from encoder_course.course import grade as G
-from encoder_course.course import masters as M
 from encoder_course.course import checker_process, sandbox
+from encoder_course.course import grade as G
+from encoder_course.course import solutions as S
 from encoder_course.course.cli import main
 
 
@@ -70,19 +70,19 @@ def test_students_are_named_from_the_path(tmp_path):
 
 
 def test_a_submission_is_matched_by_metadata_then_name_then_definitions():
-    masters = M.load_masters(MASTERS)
-    by_name = {m.name: m for m in masters}
-    assert M.match(masters, M.code_cells(learner()), "anything.ipynb")[0] is by_name["03_masks"]
+    solutions = S.load_solutions(SOLUTIONS)
+    by_name = {m.name: m for m in solutions}
+    assert S.match(solutions, S.code_cells(learner()), "anything.ipynb")[0] is by_name["03_masks"]
     bare = strip_course_metadata(solved(padding_mask=RIGHT["padding_mask"]))
-    assert M.match(masters, M.code_cells(bare), "03_whatever.ipynb")[0] is by_name["03_masks"]
-    assert M.match(masters, M.code_cells(bare), "homework.ipynb")[0] is by_name["03_masks"]
-    cells = M.code_cells(bare)
-    found = M.exercise_cell(by_name["03_masks"], by_name["03_masks"].exercises[0], cells)
+    assert S.match(solutions, S.code_cells(bare), "03_whatever.ipynb")[0] is by_name["03_masks"]
+    assert S.match(solutions, S.code_cells(bare), "homework.ipynb")[0] is by_name["03_masks"]
+    cells = S.code_cells(bare)
+    found = S.exercise_cell(by_name["03_masks"], by_name["03_masks"].exercises[0], cells)
     assert "token_ids != pad_id" in found.source
 
 
-def test_points_and_exercises_come_from_the_master_only():
-    m = {x.name: x for x in M.load_masters(MASTERS)}["03_masks"]
+def test_points_and_exercises_come_from_the_solution_only():
+    m = {x.name: x for x in S.load_solutions(SOLUTIONS)}["03_masks"]
     assert [(e.key, e.name, e.points) for e in m.exercises] == [("padding_mask", "padding_mask", 1.0),
                                                                 ("causal_mask", "causal_mask", 1.0)]
     assert len(m.setup) == 1 and "from encoder_course import checks" in m.setup[0]
@@ -90,8 +90,9 @@ def test_points_and_exercises_come_from_the_master_only():
 
 def test_a_verdict_is_one_whole_line_with_a_known_status():
     good = json.dumps({"status": "passed", "message": "", "notes": ""}).encode()
-    assert checker_process.parse_verdict(json.dumps({"status": "great", "message": "", "notes": ""}).encode() + b"\n") is None
-    assert checker_process.parse_verdict(json.dumps({"status": "passed", "message": 3, "notes": ""}).encode() + b"\n") is None
+    parse = checker_process.parse_verdict
+    assert parse(json.dumps({"status": "great", "message": "", "notes": ""}).encode() + b"\n") is None
+    assert parse(json.dumps({"status": "passed", "message": 3, "notes": ""}).encode() + b"\n") is None
     assert checker_process.parse_verdict(b"garbage\n" + good + b"\n") is None  # the verdict is the checker's one line
     assert checker_process.parse_verdict(good + b"\n")["status"] == "passed"
     assert checker_process.parse_verdict(good) is None  # not a whole line yet
@@ -114,7 +115,7 @@ def test_root_that_cannot_isolate_is_refused_like_an_ordinary_user(tmp_path, mon
         monkeypatch.setattr(sandbox, "probe_namespaces", lambda probe=probe: probe)
         monkeypatch.setattr(sandbox, "plan_exposure", lambda paths, exposure=exposure: ([], exposure))
         assert sandbox.root_cannot_isolate() and why in sandbox.root_cannot_isolate()
-        code = main(["grade", str(tmp_path / "class"), "--csv", str(tmp_path / "g.csv"), "--master", str(MASTERS)])
+        code = main(["grade", str(tmp_path / "class"), "--csv", str(tmp_path / "g.csv"), "--solutions", str(SOLUTIONS)])
         out = capsys.readouterr().out
         assert code == 2 and "not run" in out and "As root it cannot isolate here either: " in out, out
         assert why in out.split("either: ")[1], out
@@ -162,7 +163,7 @@ def test_container_isolation_without_an_engine_fails_clearly(tmp_path, monkeypat
     monkeypatch.setattr(sandbox, "container_engine", lambda: (None, "docker info failed: no daemon"))
     write(tmp_path, "a.ipynb", json.dumps(learner()))
     out = io.StringIO()
-    results, code = G.grade([tmp_path], csv_path=None, isolate="container", master_dir=MASTERS, out=out)
+    results, code = G.grade([tmp_path], csv_path=None, isolate="container", solutions_dir=SOLUTIONS, out=out)
     assert code == 2 and "needs Docker or Podman" in out.getvalue() and "--isolate process" in out.getvalue()
     assert main(["grade", str(tmp_path), "--isolate", "container", "--build-image", "--csv", ""]) == 2
     assert "needs Docker or Podman" in capsys.readouterr().err
@@ -171,7 +172,7 @@ def test_container_isolation_without_an_engine_fails_clearly(tmp_path, monkeypat
 def test_files_that_need_no_verdict_process(tmp_path, capsys):
     (tmp_path / "a.ipynb").write_text("not json", encoding="utf-8")
     (tmp_path / "b.ipynb").write_text("  \n", encoding="utf-8")
-    assert main(["grade", str(tmp_path), "--csv", str(tmp_path / "g.csv"), "--master", str(MASTERS)]) == 0
+    assert main(["grade", str(tmp_path), "--csv", str(tmp_path / "g.csv"), "--solutions", str(SOLUTIONS)]) == 0
     out = capsys.readouterr().out
     assert "broken JSON" in out and "empty file" in out and (tmp_path / "g.csv").exists()
     assert main(["grade", str(tmp_path / "gone.ipynb"), "--csv", ""]) == 0
@@ -208,7 +209,7 @@ def test_no_file_stops_the_run_and_every_one_gets_a_row(tmp_path, capsys):
         handle.write(json.dumps(learner()).encode())
     (folder / "a\u202egnp.ipynb").write_text(json.dumps({"cells": []}), encoding="utf-8")
     csv_path = tmp_path / "g.csv"
-    assert main(["grade", str(folder), "--csv", str(csv_path), "--master", str(MASTERS)]) == 0
+    assert main(["grade", str(folder), "--csv", str(csv_path), "--master", str(SOLUTIONS)]) == 0  # (the old name)
     rows = {row["file"]: row for row in G.read_csv(csv_path)}
     assert rows["deep.ipynb"]["status"] == "broken JSON" and "nested more than" in rows["deep.ipynb"]["notes"]
     assert rows["deep_but_parsable.ipynb"]["status"] == "broken JSON"
@@ -218,7 +219,7 @@ def test_no_file_stops_the_run_and_every_one_gets_a_row(tmp_path, capsys):
     csv_path.read_bytes().decode("utf-8")  # the whole CSV is valid UTF-8
     out = capsys.readouterr().out
     assert "\u202e" not in out
-    assert main(["grade", str(folder), "--csv", str(csv_path), "--master", str(MASTERS), "--resume"]) == 0
+    assert main(["grade", str(folder), "--csv", str(csv_path), "--solutions", str(SOLUTIONS), "--resume"]) == 0
     assert "0 file(s) to grade, 5 already in the CSV" in capsys.readouterr().out
 
 
@@ -263,13 +264,14 @@ def test_an_ordinary_user_must_say_they_trust_the_submissions(tmp_path, monkeypa
     write(tmp_path / "class", "a.ipynb", json.dumps(learner()))
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     monkeypatch.setattr(sandbox, "find_bwrap", lambda: None)
-    assert main(["grade", str(tmp_path / "class"), "--csv", str(tmp_path / "g.csv"), "--master", str(MASTERS)]) == 2
+    args = ["--csv", str(tmp_path / "g.csv"), "--solutions", str(SOLUTIONS)]
+    assert main(["grade", str(tmp_path / "class"), *args]) == 2
     out = capsys.readouterr().out
     assert "not run" in out and "read your files" in out and "--trust-submissions" in out
     assert "--isolate container" in out and "as root" in out and "bubblewrap" in out
     assert not (tmp_path / "g.csv").exists()
     write(tmp_path / "odd", "notes.txt", "not a notebook")
-    assert main(["grade", str(tmp_path / "odd"), "--csv", str(tmp_path / "h.csv"), "--master", str(MASTERS)]) == 0
+    assert main(["grade", str(tmp_path / "odd"), "--csv", str(tmp_path / "h.csv"), "--solutions", str(SOLUTIONS)]) == 0
 
 
 def test_a_docker_client_without_its_daemon_does_not_hide_podman(tmp_path, monkeypatch):

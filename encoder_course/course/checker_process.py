@@ -312,7 +312,7 @@ def receive(sock: socket.socket) -> tuple[dict, list[int]]:
 
 
 def _preload(setups) -> None:
-    """Import the course, run the masters' setup cells and torch once, so that every fork starts warm."""
+    """Import the course, run the solutions' setup cells and torch once, so that every fork starts warm."""
     import gc
     import importlib
     import pkgutil

@@ -26,9 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     grade = sub.add_parser(
         "grade",
         help="grade a class's notebooks: each exercise judged by its checker in an isolated process",
-        description="Every file under PATH gets a row. Each submission is matched to its master (solution) "
+        description="Every file under PATH gets a row. Each submission is matched to its solution "
         "notebook, which alone decides the exercises and points; each exercise is run in a fresh isolated "
-        "process (the master's setup, the learner's exercise cells, the checker) and earns its points only "
+        "process (the solution's setup, the learner's exercise cells, the checker) and earns its points only "
         "from the checker's own verdict. Rows are saved as they finish.",
     )
     grade.add_argument("paths", nargs="+", metavar="PATH", help="submitted notebooks, or folders of them")
@@ -40,8 +40,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="seconds allowed for each exercise of each submission (default 60)")
     grade.add_argument("--memory", type=int, default=4096, metavar="MB",
                        help="address-space limit of each verdict process (default 4096)")
-    grade.add_argument("--master", default=None, metavar="DIR",
-                       help="the master (solution) notebooks (default: the repository's notebooks/solutions)")
+    grade.add_argument("--solutions", "--master", dest="solutions", default=None, metavar="DIR",
+                       help="the solution notebooks (default: the repository's notebooks/solutions)")
     grade.add_argument("--resume", action="store_true",
                        help="keep the rows already in --csv and grade only the other files")
     grade.add_argument("--trust-submissions", action="store_true",
@@ -208,7 +208,7 @@ def _grade(args) -> int:
             sys.stderr.write("encoder-course grade: building the image failed\n")
             return 2
     _, code = run_grade(args.paths, csv_path=args.csv or None, details_path=args.details, timeout=args.timeout,
-                        master_dir=args.master, resume=args.resume, isolate=args.isolate, memory_mb=args.memory,
+                        solutions_dir=args.solutions, resume=args.resume, isolate=args.isolate, memory_mb=args.memory,
                         image=args.image, jobs=args.jobs, trust=args.trust_submissions)
     return code
 

@@ -2,7 +2,7 @@
 
 ``encoder-course grade PATH...``: README's "For teachers" says what it does and what it protects. Every file
 under PATH becomes a :class:`Submission`, read once (one open that cannot block) before any learner code runs,
-and gets a row whatever it is; ``masters.py`` matches it to a master, which alone decides the exercises, the
+and gets a row whatever it is; ``solutions.py`` matches it to a solution, which alone decides the exercises, the
 points and the setup cells; each exercise is one job for a ``checker_process.VerdictRunner`` (``--jobs`` of them, each
 with its own fork server). Rows are saved atomically as they finish, so ``--resume`` grades the rest.
 """
@@ -25,8 +25,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import masters as M
 from . import sandbox
+from . import solutions as S
 from .checker_process import OUTPUT_CAP, RunnerError, VerdictRunner
 
 STATUSES = ("passed", "failed", "not attempted", "error", "timed out", "missing")
@@ -50,8 +50,8 @@ class Submission:
     notes: list = field(default_factory=list)
     nb: dict | None = None  # the notebook as read at listing time, the only time the file is opened
     stamp: tuple = ()  # (inode, size, mtime) when it was read: a change afterwards is noted
-    cells: list = field(default_factory=list)  # its code cells, the master they answer, and how that was told
-    master: M.Master | None = None
+    cells: list = field(default_factory=list)  # its code cells, the solution they answer, and how that was told
+    solution: S.Solution | None = None
     how: str = ""
     checks: dict = field(default_factory=dict)  # key -> status
     messages: dict = field(default_factory=dict)  # key -> checker's message
@@ -60,11 +60,11 @@ class Submission:
 
     @property
     def notebook(self) -> str:
-        return self.master.name if self.master else ""
+        return self.solution.name if self.solution else ""
 
     @property
     def max_points(self) -> float | None:
-        return self.master.max_points if self.master else None
+        return self.solution.max_points if self.solution else None
 
     @property
     def total(self) -> float:
@@ -242,30 +242,30 @@ def _set(entry: Submission, status: str, note: str = "") -> Submission:
 
 def grade_entry(entry: Submission, runner: VerdictRunner) -> Submission:
     """Grade one file, each of its exercises by a checker process; never raises for the file's sake."""
-    start, master = time.monotonic(), entry.master
+    start, solution = time.monotonic(), entry.solution
     if entry.nb is None:
         return entry
-    if master is None:
+    if solution is None:
         return _set(entry, "no course notebook matches", "no exercise of the course was found in it")
     if entry.how and "cell metadata" not in entry.how:
-        entry.notes.append(f"matched to {master.name} by {entry.how}")
+        entry.notes.append(f"matched to {solution.name} by {entry.how}")
     try:
         changed = file_stamp(os.stat(entry.path)) != entry.stamp
     except OSError:
         changed = True
     if changed:
         entry.notes.append("the file changed after the grader read it; graded as it was read")
-    found = {ex.key: M.exercise_cell(master, ex, entry.cells) for ex in master.exercises}
+    found = {ex.key: S.exercise_cell(solution, ex, entry.cells) for ex in solution.exercises}
     labels = {c.index: f"exercise cell {key}" for key, c in reversed(found.items()) if c is not None}
     runnable = {}  # earlier exercise cells that ran to a verdict, by index (a cell that timed out is left out)
-    for ex in master.exercises:
+    for ex in solution.exercises:
         cell = found[ex.key]
         if cell is None:
             entry.checks[ex.key], entry.points[ex.key] = "missing", 0
             entry.messages[ex.key] = f"no exercise cell for {ex.name}"
             continue
         chosen = sorted({**runnable, cell.index: cell}.values(), key=lambda c: c.index)
-        job = {"key": ex.key, "name": ex.name, "setup": master.setup,
+        job = {"key": ex.key, "name": ex.name, "setup": solution.setup,
                "cells": [{"source": c.source, "label": labels[c.index], "graded": c is cell} for c in chosen]}
         outcome = runner.run(job)
         entry.checks[ex.key], entry.messages[ex.key] = outcome.status, outcome.message
@@ -377,7 +377,7 @@ UNTRUSTED = (
     "grade, pass --trust-submissions.\n")
 
 
-def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 60.0, master_dir=None,
+def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 60.0, solutions_dir=None,
           resume: bool = False, isolate: str = "process", memory_mb: int = 4096, out=None,
           image: str = sandbox.IMAGE, jobs: int = 0, trust: bool = False) -> tuple[list[Submission], int]:
     """Grade every file under ``paths``; returns the results and the exit code (0, 2, or 128+signal).
@@ -387,14 +387,14 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
     ``jobs`` submissions are graded at once (0: one per core), each by a runner of its own.
     """
     out = out or sys.stdout
-    master_dir = Path(master_dir) if master_dir else M.default_master_dir()
-    if master_dir is None:
-        out.write("no master notebooks: pass --master DIR (the folder of the solution notebooks)\n")
+    solutions_dir = Path(solutions_dir) if solutions_dir else S.default_solutions_dir()
+    if solutions_dir is None:
+        out.write("no solution notebooks: pass --solutions DIR (the folder of the solution notebooks)\n")
         return [], 2
     try:
-        masters = M.load_masters(master_dir)
+        solutions = S.load_solutions(solutions_dir)
     except (OSError, ValueError, KeyError) as exc:
-        out.write(f"cannot read the master notebooks in {master_dir}: {exc}\n")
+        out.write(f"cannot read the solution notebooks in {solutions_dir}: {exc}\n")
         return [], 2
     for target in (csv_path, details_path):
         if target and not Path(target).resolve().parent.is_dir():
@@ -418,19 +418,19 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
     todo = [e for e in entries if cell(e.file) not in done]
     graded = [e for e in todo if e.nb is not None]
     for e in graded:
-        e.cells = M.code_cells(e.nb)
-        e.master, e.how = M.match(masters, e.cells, e.path.name)
-    used = {ex.key for e in graded if e.master for ex in e.master.exercises} | {k for row in kept_rows for k in row}
-    keys = [k for k in dict.fromkeys(ex.key for m in masters for ex in m.exercises) if k in used]
+        e.cells = S.code_cells(e.nb)
+        e.solution, e.how = S.match(solutions, e.cells, e.path.name)
+    used = {ex.key for e in graded if e.solution for ex in e.solution.exercises} | {k for row in kept_rows for k in row}
+    keys = [k for k in dict.fromkeys(ex.key for m in solutions for ex in m.exercises) if k in used]
     # Hidden from the learner's processes: the folders graded and those of files named one by one (a folder
-    # that holds the Python environment is not hidden, but each submission in it is), the masters, and the
+    # that holds the Python environment is not hidden, but each submission in it is), the solutions, and the
     # gradebook's folder.
     outputs = [str(p) for p in (csv_path, details_path) if p]
-    hide = [*roots, *{str(e.path.resolve().parent) for e in notebooks}, str(master_dir),
+    hide = [*roots, *{str(e.path.resolve().parent) for e in notebooks}, str(solutions_dir),
             *(str(Path(p).resolve().parent) for p in outputs)]
     plan = sandbox.make_plan(mode, hide=hide, hide_files=outputs + [str(e.path) for e in notebooks],
                              memory_mb=memory_mb, cpu_s=int(timeout) + 10)
-    setups = list(dict.fromkeys(s for e in graded if e.master for s in e.master.setup))
+    setups = list(dict.fromkeys(s for e in graded if e.solution for s in e.solution.setup))
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(graded) or 1))
     runners = [VerdictRunner(plan, timeout=timeout, setups=setups, image=image) for _ in range(jobs)]
     free, local = list(runners), threading.local()
@@ -474,8 +474,8 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
             _save(csv_path, details_path, kept_rows, results, keys)
     except KeyboardInterrupt:
         code = 128 + caught[-1]
-        out.write(f"\ninterrupted ({signal.Signals(caught[-1]).name}): {len(results)} of {len(todo)} file(s) graded and saved; "
-                  "run again with --resume to grade the rest\n")
+        out.write(f"\ninterrupted ({signal.Signals(code - 128).name}): {len(results)} of {len(todo)} file(s) "
+                  "graded and saved; run again with --resume to grade the rest\n")
     except RunnerError as exc:
         code = 2
         out.write(f"\nencoder-course grade: {exc}\n")

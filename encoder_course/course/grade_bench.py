@@ -76,8 +76,8 @@ def main(argv=None) -> int:
         made = write_class(folder, root, args.students)
         log = io.StringIO()
         start = time.perf_counter()
-        results, code = grade([folder], csv_path=Path(tmp) / "grades.csv", master_dir=root / "notebooks" / "solutions",
-                              out=log, jobs=args.jobs)
+        results, code = grade([folder], csv_path=Path(tmp) / "grades.csv",
+                              solutions_dir=root / "notebooks" / "solutions", out=log, jobs=args.jobs)
         wall = time.perf_counter() - start
     if code != 0 or len(results) != args.students:
         print(log.getvalue())

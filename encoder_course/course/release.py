@@ -7,7 +7,7 @@ nbgrader's cell metadata (``schema_version`` 3):
 * exercise cells (``role: exercise``) are *solution* cells: ``solution: true, grade: false, locked:
   false``; their ``### BEGIN SOLUTION`` / ``### END SOLUTION`` markers (nbgrader's own) are kept, so
   ``nbgrader generate_assignment`` replaces the solution with a stub;
-* check cells (``role: check``) are *autograded tests*: ``grade: true, locked: true`` and the master's
+* check cells (``role: check``) are *autograded tests*: ``grade: true, locked: true`` and the solution's
   ``points``; they call the course's checker, and a hidden test (``### BEGIN HIDDEN TESTS``, removed
   from the learners' copy, restored by the autograder) asserts the checker's verdict, so an exercise
   left as a stub or answered wrongly raises under ``nbgrader autograde``;
@@ -64,7 +64,7 @@ def check_source(source: str, key: str, name: str) -> str:
 
 def release_notebook(nb: dict, stem: str) -> dict:
     """The nbgrader source version of one solution notebook (a new dict; ``nb`` is not changed)."""
-    from .masters import CHECK_CALL
+    from .solutions import CHECK_CALL
 
     out = copy.deepcopy(nb)
     seen: set[str] = set()

@@ -211,7 +211,7 @@ def find_bwrap() -> str | None:
 def bwrap_command(plan: Plan) -> list[str]:
     """The bubblewrap around the fork server: nothing of the host but the system's folders, the Python
     environment and the course (all read-only); its own size-limited /tmp; no network, no home, submissions,
-    masters or gradebook. The server is the sandbox's PID 1, which the learner's processes (its descendants)
+    solutions or gradebook. The server is the sandbox's PID 1, which the learner's processes (its descendants)
     can neither stop nor kill."""
     cmd = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--as-pid-1",
            "--cap-drop", "ALL", "--dev", "/dev", "--proc", "/proc", "--size", str(TMPFS_MB << 20), "--tmpfs", "/tmp",

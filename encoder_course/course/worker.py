@@ -1,6 +1,6 @@
 """The learner's process: it runs the submission's cells, then answers the checker (``checker_process.py``).
 
-It runs the master's setup cells and the learner's exercise cells, says what the graded name is, then
+It runs the solution's setup cells and the learner's exercise cells, says what the graded name is, then
 serves the checker's requests on its two pipes, in plain data only (``wire.py``): ``call`` (the learner's
 function, class or built module, with arguments; the reply has the result, the arguments changed in
 place, what it printed, the random state after and, when asked, the torch operations it ran) and

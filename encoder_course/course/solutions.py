@@ -1,10 +1,10 @@
-"""The master notebooks decide: their exercises, points and setup cells, and how a submission maps to them.
+"""The solution notebooks decide: their exercises, points and setup cells, and how a submission maps to them.
 
-A master (solution) notebook marks its cells with ``metadata["encoder_course"]``: ``{"role": "setup"}``,
+A solution notebook marks its cells with ``metadata["encoder_course"]``: ``{"role": "setup"}``,
 ``{"role": "exercise", "exercise": key}`` and ``{"role": "check", "exercise": key, "points": n}``. A
-submission is matched to the master whose metadata and cell ids it carries, then by its file name
+submission is matched to the solution whose metadata and cell ids it carries, then by its file name
 (``NN_*.ipynb``) and the names it defines; its code for an exercise is the last cell marked as that
-exercise's, else the cell with the master's cell id, else the last that defines the exercise's name.
+exercise's, else the cell with the solution's cell id, else the last that defines the exercise's name.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ class GradedExercise:
     key: str
     name: str  # what the learner defines (function or class name)
     points: float
-    exercise_id: str | None  # the master's exercise cell id
+    exercise_id: str | None  # the solution's exercise cell id
     check_id: str | None
 
 
 @dataclass
-class Master:
+class Solution:
     name: str  # "03_masks"
     setup: list[str]
     exercises: list[GradedExercise]
@@ -85,7 +85,7 @@ def code_cells(nb: dict) -> list[Cell]:
     return cells
 
 
-def load_master(path: Path) -> Master:
+def load_solution(path: Path) -> Solution:
     from ..checks.registry import exercise
 
     cells = code_cells(json.loads(Path(path).read_text(encoding="utf-8")))
@@ -99,32 +99,32 @@ def load_master(path: Path) -> Master:
         points = float(points) if isinstance(points, (int, float)) and points >= 0 else 1.0
         exercises.append(GradedExercise(key, exercise(key).name, points, ex_cell.id if ex_cell else None, c.id))
     setup = [c.source for c in cells if c.meta.get("role") == "setup"]
-    return Master(Path(path).stem, setup, exercises)
+    return Solution(Path(path).stem, setup, exercises)
 
 
-def default_master_dir() -> Path | None:
+def default_solutions_dir() -> Path | None:
     """``notebooks/solutions`` of the repository the package sits in (a checkout or an editable install)."""
     here = Path(__file__).resolve().parent.parent.parent / "notebooks" / "solutions"
     return here if here.is_dir() else None
 
 
-def load_masters(folder) -> list[Master]:
+def load_solutions(folder) -> list[Solution]:
     folder = Path(folder)
-    masters = [load_master(p) for p in sorted(folder.glob("[0-9][0-9]_*.ipynb"))]
-    if not any(m.exercises for m in masters):
-        raise FileNotFoundError(f"no master notebook with exercises in {folder}")
-    return masters
+    solutions = [load_solution(p) for p in sorted(folder.glob("[0-9][0-9]_*.ipynb"))]
+    if not any(m.exercises for m in solutions):
+        raise FileNotFoundError(f"no solution notebook with exercises in {folder}")
+    return solutions
 
 
-def match(masters: list[Master], cells: list[Cell], filename: str) -> tuple[Master | None, str]:
-    """The master this submission answers, and how it was recognised (for the notes)."""
+def match(solutions: list[Solution], cells: list[Cell], filename: str) -> tuple[Solution | None, str]:
+    """The solution this submission answers, and how it was recognised (for the notes)."""
     ids = {c.id for c in cells if c.id}
     keys = {str(c.meta.get("exercise")) for c in cells if c.meta.get("role") in ("exercise", "check")}
     defined = set().union(*(c.defines for c in cells)) if cells else set()
     stem = Path(filename).stem
     number = NUMBER.match(stem + "_")
     best, best_score, how = None, 0, ""
-    for m in masters:
+    for m in solutions:
         if not m.exercises:
             continue
         score, reasons = 0, []
@@ -145,7 +145,7 @@ def match(masters: list[Master], cells: list[Cell], filename: str) -> tuple[Mast
     return best, how
 
 
-def exercise_cell(master: Master, ex: GradedExercise, cells: list[Cell]) -> Cell | None:
+def exercise_cell(solution: Solution, ex: GradedExercise, cells: list[Cell]) -> Cell | None:
     """The submission's cell for ``ex``: by metadata, then by cell id, then by what it defines."""
     marked = [c for c in cells if c.meta.get("role") == "exercise" and c.meta.get("exercise") == ex.key]
     if marked:
