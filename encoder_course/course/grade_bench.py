@@ -85,6 +85,7 @@ def main(argv=None) -> int:
     jobs = args.jobs or os.cpu_count() or 1
     print(f"class: {args.students} submissions of notebook 03 ({', '.join(f'{n} {k}' for k, n in made.items())})")
     print(f"graded in {wall:.1f} s with {jobs} job(s): {wall / args.students:.2f} s per submission")
+    print(next(line for line in log.getvalue().splitlines() if line.startswith("verdict processes:")))
     print(f"machine: {budgets.machine()}")
     return 0
 
