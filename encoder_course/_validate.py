@@ -249,9 +249,10 @@ def check_mask(mask, target_shape: tuple[int, ...]) -> None:
 def encoder_mask(mask, batch: int, n_heads: int, length: int):
     """An encoder's mask, checked: a ``(B, L)`` padding mask becomes ``(B, 1, 1, L)``; others must broadcast.
 
-    A 2-D bool mask is read as a padding mask (True = real token), as Hugging Face's
-    ``attention_mask``. A mask over (query, key) pairs, such as ``causal_mask(L)``, must come with its
-    batch and head axes, ``mask[None, None]``. When ``B == L`` a 2-D mask could be either, so it is refused.
+    A 2-D bool mask is always read as a padding mask (True = real token), as Hugging Face's
+    ``attention_mask``, also when ``B == L``. A mask over (query, key) pairs, such as ``causal_mask(L)``,
+    must come with its batch and head axes, ``mask[None, None]``: a 2-D (L, L) mask is never guessed at,
+    so a batch whose size happens to equal its length means the same as any other.
     """
     if mask is None:
         return None
@@ -260,12 +261,6 @@ def encoder_mask(mask, batch: int, n_heads: int, length: int):
             raise ValueError(
                 f"a 2-D mask must be a (B, L) padding mask, shape ({batch}, {length}), got "
                 f"{shape_str(mask)}; give an (L, L) mask such as causal_mask(L) as mask[None, None]"
-            )
-        if batch == length:
-            raise ValueError(
-                f"a 2-D mask of shape {shape_str(mask)} is ambiguous when the batch size equals the "
-                "sequence length: give a padding mask as (B, 1, 1, L), e.g. padding_mask(token_ids, pad_id), "
-                "or a (query, key) mask such as causal_mask(L) as mask[None, None]"
             )
         mask = mask[:, None, None, :]  # (B, 1, 1, L)
     check_mask(mask, (batch, n_heads, length, length))

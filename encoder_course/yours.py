@@ -12,6 +12,8 @@ names another folder). One file per exercise, and each file imports your own ear
   from your saved parts only, with the interface, parameter names and state-dict keys of
   :class:`encoder_course.Encoder`: load all-MiniLM-L6-v2 into it with
   ``pretrained.embed(sentences, encoder=yours.build_encoder(config), pool=..., rename=...)``;
+* :func:`save_trained` keeps an encoder you trained (notebook 12) in the workspace, and :func:`load_trained`
+  gives it back in one call;
 * ``encoder-course progress`` prints the table.
 """
 
@@ -35,8 +37,8 @@ from .course.workspace import (
     workspace_dir,
 )
 
-__all__ = ["ENV_VAR", "PartMissing", "PartStatus", "build_encoder", "encoder_parts", "format_progress", "part", "parts",
-           "progress", "use", "workspace_dir"]
+__all__ = ["ENV_VAR", "PartMissing", "PartStatus", "build_encoder", "encoder_parts", "format_progress", "load_trained",
+           "part", "parts", "progress", "save_trained", "use", "workspace_dir"]
 
 
 def _judge(key: str, obj):
@@ -171,6 +173,25 @@ def build_encoder(config, workspace=None, fallback: bool = False) -> nn.Module:
         model = CourseEncoder(config.replace(implementation="eager"), parts)
     model.yours = {key: is_yours for key, (_, is_yours) in got.items()}
     return model
+
+
+TRAINED_FOLDER = "trained"  # inside the workspace: the encoders you trained, one folder each
+
+
+def save_trained(name: str, sentence_encoder, workspace=None) -> Path:
+    """Keep an encoder you trained (a ``SentenceEncoder``) in your workspace, as ``trained/<name>/``."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"name must be a plain word such as 'docs_search', got {name!r}")
+    return sentence_encoder.save(workspace_dir(workspace) / TRAINED_FOLDER / name)
+
+
+def load_trained(name: str, workspace=None):
+    """The encoder you kept with :func:`save_trained`, rebuilt from your parts (the course's where yours are
+    missing) with the weights you trained: one call, in any notebook or session."""
+    from .interop.pretrained import SentenceEncoder
+
+    folder = workspace_dir(workspace) / TRAINED_FOLDER / name
+    return SentenceEncoder.load(folder, build=lambda config: build_encoder(config, workspace, fallback=True))
 
 
 def format_progress(rows: list[PartStatus], folder: str | os.PathLike | None = None) -> str:

@@ -71,8 +71,8 @@ def test_a_notebook_is_found_by_number_stem_name_or_path(which):
 
 
 def test_an_unknown_notebook_or_a_bad_entry_is_an_error():
-    with pytest.raises(KeyError, match="no notebook '13'"):
-        manifest.notebook("13")
+    with pytest.raises(KeyError, match="no notebook '99'"):
+        manifest.notebook("99")
     with pytest.raises(ValueError, match="listed twice"):
         manifest._index(NOTEBOOKS + (NOTEBOOKS[0],))
     with pytest.raises(ValueError, match="snake_case"):
@@ -83,7 +83,8 @@ def test_the_budgets_come_from_the_manifest():
     from encoder_course.course import budgets
 
     assert budgets.budget_seconds("10_training.ipynb") == manifest.notebook("10").budget_s == 120.0
-    assert {budgets.budget_seconds(nb.stem) for nb in NOTEBOOKS if nb.number != "10"} == {60.0}
+    assert budgets.budget_seconds("12_real_text") == manifest.notebook("12").budget_s == 180.0
+    assert {budgets.budget_seconds(nb.stem) for nb in NOTEBOOKS if nb.number not in ("10", "12")} == {60.0}
 
 
 def test_the_self_check_finds_a_notebook_through_the_manifest(monkeypatch):

@@ -278,3 +278,34 @@ def test_stored_reference_embeddings_are_sentence_transformers_own(ours, referen
     live = reference.encode(list(stored["sentences"]), convert_to_tensor=True).cpu()
     assert (live - stored["embeddings"]).abs().max().item() <= TOLERANCE
     assert (ours.embed(list(stored["sentences"])) - stored["embeddings"]).abs().max().item() <= TOLERANCE
+
+
+def test_a_batch_whose_size_equals_its_length_embeds_like_any_other(ours, reference):
+    # Eight sentences of exactly 8 word pieces with [CLS] and [SEP]: the padding mask is (8, 8).
+    sentences = [f"the {w} sat on a mat" for w in ("cat", "dog", "bird", "fox", "cow", "hen", "pig", "ant")]
+    batch = ours.tokenize(sentences)
+    assert tuple(batch["input_ids"].shape) == (8, 8)
+    mine = ours.embed(sentences, batch_size=8)
+    theirs = _st_embed(reference, sentences).cpu()
+    assert (mine - theirs).abs().max().item() <= TOLERANCE
+
+
+def test_thousands_of_passages_of_mixed_lengths_embed_the_same_in_any_batch_size():
+    """The real tokenizer on the docstring corpus (lengths 3 to 256), a small encoder with MiniLM's vocabulary:
+    every batch size gives the same embeddings, among them batches whose size equals their longest length."""
+    from encoder_course.measure import docs_corpus
+
+    tokenizer = pretrained.load_tokenizer(_model_dir())
+    texts = [p.text for p in docs_corpus.load()][:2500]
+    torch.manual_seed(0)
+    config = ec.EncoderConfig.minilm_l6().replace(d_model=16, n_heads=2, d_ff=32, n_layers=1)
+    small = pretrained.SentenceEncoder(ec.Encoder(config), tokenizer)
+    results, square = {}, 0
+    for batch_size in (32, 61, 64, 100):
+        results[batch_size] = small.embed(texts, batch_size=batch_size)
+        square += sum(len(texts[i:i + batch_size]) == small.tokenize(texts[i:i + batch_size])["input_ids"].shape[1]
+                      for i in range(0, len(texts), batch_size))
+    assert square >= 1  # at least one batch was as many sentences as tokens long
+    for batch_size, got in results.items():
+        assert got.shape == (2500, 16)
+        assert (got - results[32]).abs().max().item() <= 1e-5, batch_size

@@ -35,6 +35,9 @@ def test_values_cross_as_plain_data():
     assert got["scalar"].shape == () and got["empty"].shape == (0, 4)
     grad = _round_trip(torch.ones(2, requires_grad=True))
     assert grad.requires_grad
+    rng = _round_trip(torch.Generator().manual_seed(5))  # a copy of a CPU generator, state and all
+    assert type(rng) is torch.Generator
+    assert torch.equal(torch.rand(4, generator=rng), torch.rand(4, generator=torch.Generator().manual_seed(5)))
     other = _round_trip(np.zeros(3))
     assert type(other).__name__ == "ndarray" and type(other).__module__ == "numpy" and not callable(other)
 
@@ -47,6 +50,8 @@ def test_values_cross_as_plain_data():
     ({"$t": ["float32", [-1], "", False, ""]}, "shape"),
     ({"$t": ["float32", [1], "!!!!", False, ""]}, "base64"),
     ({"$ref": 3}, "reference"),
+    ({"$rng": ["uint8", [3], "AAAA", False, ""]}, "generator"),
+    ({"$rng": ["float32", [1264], "A" * 6740 + "==", False, ""]}, "bytes"),
     ({"$pickle": "gASVAAAAAAAAAAA="}, "does not know"),
     ({"a": 1, "b": 2}, "does not know"),
     ({"$dc": ["os:system", {}]}, "configs"),

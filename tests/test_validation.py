@@ -18,20 +18,22 @@ def _config(**changes):
                             dropout=0.0).replace(**changes)
 
 
-def test_a_square_2d_mask_with_batch_equal_to_length_is_refused_as_ambiguous():
+def test_a_2d_mask_is_always_a_padding_mask_also_when_the_batch_size_equals_the_length():
     enc = ec.Encoder(_config()).eval()
     ids = torch.randint(1, 20, (5, 5))
-    with pytest.raises(ValueError, match="ambiguous"):
-        enc(ids, ec.causal_mask(5))
+    pad = torch.ones(5, 5, dtype=torch.bool).tril()  # as (B, L): sequence b has b + 1 real tokens
+    torch.testing.assert_close(enc(ids, pad), enc(ids, pad[:, None, None, :]))
     # Given with its batch and head axes, the causal mask is a causal mask: position 0 ignores the rest.
     out = enc(ids, ec.causal_mask(5)[None, None])
     changed = ids.clone()
     changed[:, 1:] = (changed[:, 1:] % 19) + 1
     torch.testing.assert_close(enc(changed, ec.causal_mask(5)[None, None])[:, 0], out[:, 0])
-    # A (B, L) padding mask with B != L is still read as a padding mask.
+    # A (B, L) padding mask with B != L is read the same way.
     ids = torch.randint(1, 20, (2, 5))
     pad = torch.tensor([[True] * 5, [True, True, False, False, False]])
     torch.testing.assert_close(enc(ids, pad), enc(ids, ec.padding_mask(ids.masked_fill(~pad, 0), 0)))
+    with pytest.raises(ValueError, match="a 2-D mask must be a .B, L. padding mask"):
+        enc(ids, torch.ones(5, 5, dtype=torch.bool))
 
 
 def test_mean_pool_checks_its_inputs_and_pools_a_4d_padding_mask_over_every_real_token():

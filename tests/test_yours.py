@@ -134,3 +134,26 @@ def test_the_course_stack_runs_the_learners_attention_when_only_that_part_is_the
     with torch.no_grad():
         mine(torch.randint(1, 100, (2, 5)))
     assert calls == [1]
+
+
+def test_a_trained_encoder_is_kept_in_the_workspace_and_comes_back_in_one_call(tmp_path):
+    pytest.importorskip("tokenizers")
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from encoder_course.interop.pretrained import SentenceEncoder
+
+    tok = Tokenizer(models.WordLevel({"[PAD]": 0, "[UNK]": 1, "a": 2, "b": 3}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.enable_padding(pad_id=0, pad_token="[PAD]")
+    config = ec.EncoderConfig(vocab_size=4, max_len=8, d_model=8, n_heads=2, d_ff=16, n_layers=1, dropout=0.0)
+    torch.manual_seed(0)
+    trained = SentenceEncoder(ec.Encoder(config), tok, name="toy")
+    folder = yours.save_trained("docs_search", trained, workspace=tmp_path)
+    assert folder == tmp_path / "trained" / "docs_search" and (folder / "encoder.pt").is_file()
+    kept = yours.load_trained("docs_search", workspace=tmp_path)
+    texts = ["a b a", "b"]
+    assert torch.allclose(kept.embed(texts), trained.embed(texts), atol=1e-6)
+    with pytest.raises(ValueError, match="plain word"):
+        yours.save_trained("../elsewhere", trained, workspace=tmp_path)
+    with pytest.raises(FileNotFoundError, match="no stored encoder"):
+        yours.load_trained("never_saved", workspace=tmp_path)

@@ -76,8 +76,8 @@ Where things are (one file per exercise, named like the model file it checks):
 * ``registry.py``: every exercise declared once (key, name, notebook, kind, reference, shape hint);
 * ``positions.py``, ``attention.py``, ``masks.py``, ``multi_head.py``, ``layer_norm.py``,
   ``feed_forward.py``, ``block.py``, ``embeddings.py``, ``encoder.py``, ``counting.py``, ``blockwise.py``,
-  ``pooling.py``, ``training.py``, ``interop.py``: each exercise's checker (named like the package module
-  it checks), its inputs and its catalogue of mistakes;
+  ``pooling.py``, ``training.py``, ``interop.py``, ``masked_lm.py``, ``contrastive.py``: each exercise's checker
+  (named like the package module it checks), its inputs and its catalogue of mistakes;
 * ``_run.py``: running the learner's code safely (error hints, the verdict wrapper); ``_timer.py``: the time limit;
 * ``_compare.py``: comparing numbers (tolerance, mistakes matched, gradients, randomness probes);
 * ``_modules.py``: building the learner's modules, randomising and copying parameters, calling them.

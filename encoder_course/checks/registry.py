@@ -164,6 +164,20 @@ _DECLARED = (
         shape_hint="key.split('.') gives the parts of a name: ['encoder', 'layer', '11', 'attention', "
                    "'self', 'query', 'weight']; the layer number is the third part.",
     ),
+    Exercise(
+        key="mask_tokens", name="mask_tokens", notebook="12_real_text",
+        kind="function", reference="encoder_course.measure.masked_lm.mask_tokens", part=True,
+        shape_hint="Draw one random number per position, torch.rand(token_ids.shape, generator=generator) (B, L), "
+                   "and compare it with p to choose; a second draw of the same shape splits the chosen ones "
+                   "80/10/10; torch.randint(vocab_size, token_ids.shape, generator=generator) gives the random ids.",
+    ),
+    Exercise(
+        key="contrastive_loss", name="contrastive_loss", notebook="12_real_text",
+        kind="function", reference="encoder_course.measure.contrastive.contrastive_loss", part=True,
+        shape_hint="queries (B, d) and passages (P, d): normalise both over d (dim=-1), then "
+                   "queries @ passages.T is (B, P), one row of scores per query; the right column of row i "
+                   "is i, torch.arange(B).",
+    ),
 )
 
 

@@ -108,7 +108,11 @@ NOTEBOOKS: tuple[Notebook, ...] = (
     Notebook("11", "pretrained", "A real pretrained encoder",
              "Real all-MiniLM-L6-v2 weights in our encoder and in yours, equal to sentence-transformers; [CLS] "
              "vs mean pooling; similarity and real attention maps", 40),
-    Notebook("12", "review", "Review: the questions they ask next",
+    Notebook("12", "real_text", "Your encoder on real text",
+             "Python's own docs as a corpus: your encoder pretrained as a masked language model (BERT's 80/10/10 "
+             "rule) against the unigram baseline, a semantic search against BM25, and contrastive fine-tuning "
+             "measured on held-out modules over three seeds", 45, budget_s=180.0),
+    Notebook("13", "review", "Review: the questions they ask next",
              "The questions interviewers ask next, answered with the course's measurements; a ten-question "
              "quiz", 30),
 )

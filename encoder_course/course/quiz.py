@@ -1,4 +1,4 @@
-"""The quizzes: a short one at the end of every content notebook, and the review quiz of notebook 12.
+"""The quizzes: a short one at the end of every content notebook, and the review quiz of the last notebook.
 
 The questions live in ``encoder_course/course/quiz_bank/<name>.py``, one module per notebook, named like
 it (``masks.py`` for ``03_masks``). In a bank the right option is always written first; no learner sees

@@ -5,7 +5,7 @@ The notebooks name each other in a few ways, all linked by :class:`Linker`:
 - "notebook 03", "Notebook 03", "notebook 10_training", "notebook 01's exercise";
 - lists and ranges: "notebooks 03 and 05", "notebooks 04, 06 and 05", "notebooks 02-04", "notebooks 01 to 10"
   (each number is its own link);
-- "02 · attention", the form of notebook 12's "*Measured in:*" lines and of the quizzes' "See ..." notes; in
+- "02 · attention", the form of the review notebook's "*Measured in:*" lines and of the quizzes' "See ..." notes; in
   markdown, the section names quoted after it ("02 · attention, "Claim check 2: ..."") link to their sections
   when a heading of that notebook has that name;
 - a table row that starts with a notebook's number and name, as notebook 00's map of the course.

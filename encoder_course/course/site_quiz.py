@@ -28,7 +28,11 @@ def quiz_number(source: str) -> str | None:
     if "quiz(" not in source:
         return None
     match = _CALL.search(source)
-    return match.group(1).zfill(2) if match else "12"  # quiz()'s default is the review quiz
+    if match:
+        return match.group(1).zfill(2)
+    from .manifest import notebook
+
+    return notebook("review").number  # quiz()'s default is the review quiz
 
 
 def inline_html(text: str, link: Callable[[str], str] = lambda s: s) -> str:

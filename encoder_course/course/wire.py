@@ -4,7 +4,8 @@ A message is a 4-byte length and a JSON text. Values are ``None``, booleans, num
 tagged objects: ``{"$d": [[key, value], ...]}`` (a dict), ``{"$tuple": [...]}``, ``{"$t": [dtype, shape,
 base64 bytes, requires_grad, subclass name]}`` (a dense CPU tensor), ``{"$ref": i}`` (the i-th tensor of
 the message again), ``{"$dc": [class path, fields]}`` (one of ``DATACLASSES``), ``{"$np": [dtype, value]}``
-(a NumPy scalar), ``{"$gen": 0}`` (a generator), ``{"$other": [type name, module name]}`` (anything else).
+(a NumPy scalar), ``{"$gen": 0}`` (a generator), ``{"$rng": state}`` (a CPU ``torch.Generator``: a copy with
+its state; drawing from it does not advance the sender's), ``{"$other": [type name, module name]}`` (anything else).
 Nothing is unpickled: ``decode`` checks each message's size and depth, each tensor's dtype, shape and
 bytes, and refuses anything else with :class:`Malformed`. ``describe`` and ``apply`` carry a module's state.
 """
@@ -65,6 +66,8 @@ def encode(value, memo=None, depth=0):
         return {"$dc": [path, fields]}
     if inspect.isgenerator(value):
         return {"$gen": 0}
+    if type(value) is torch.Generator and value.device.type == "cpu":
+        return {"$rng": _tensor(value.get_state())}
     if type(value).__module__ == "numpy" and hasattr(value, "dtype") and getattr(value, "shape", None) == () \
             and value.dtype.kind in "biuf":  # a NumPy scalar (np.int64(3)): its dtype and value
         return {"$np": [str(value.dtype), value.item()]}
@@ -132,6 +135,15 @@ def decode(data, refs=None, depth=0):
         return kind.type(body[1])
     if tag == "$gen":
         return (x for x in ())
+    if tag == "$rng":
+        state = _untensor(body)
+        generator = torch.Generator()
+        if state.dtype != torch.uint8 or state.shape != generator.get_state().shape:
+            raise Malformed("a random generator whose state is not a CPU generator's")
+        try:
+            return generator.set_state(state)
+        except RuntimeError:
+            raise Malformed("a random generator whose state is not a CPU generator's") from None
     if tag == "$other" and type(body) is list and len(body) == 2 and all(type(b) is str for b in body):
         return opaque(*body)
     raise Malformed("an object the protocol does not know")

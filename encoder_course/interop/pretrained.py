@@ -288,11 +288,24 @@ class SentenceEncoder:
         self.encoder, self.tokenizer, self.name, self.pool = encoder.eval(), tokenizer, name, pool
 
     @classmethod
-    def from_dir(cls, model_dir: str | os.PathLike | None = None, implementation: str = "fused") -> "SentenceEncoder":
-        """Load from a local model directory (see :func:`load_minilm`)."""
+    def from_dir(cls, model_dir: str | os.PathLike | None = None, implementation: str = "fused", encoder=None,
+                 pool=mean_pool, rename=rename_key) -> "SentenceEncoder":
+        """Load from a local model directory (see :func:`load_minilm`).
+
+        Args:
+            model_dir: the model directory (None for :func:`default_model_dir`).
+            implementation: for the package's own encoder, ``"fused"`` or ``"eager"``.
+            encoder: load the weights into this encoder instead (``yours.build_encoder(config)``).
+            pool: the pooling function (yours from notebook 10, or the package's ``mean_pool``).
+            rename: the checkpoint-name map (yours from notebook 11, or the package's).
+        """
         path = resolve_model_dir(model_dir)
-        encoder, tokenizer = load_minilm(path, implementation=implementation)
-        return cls(encoder, tokenizer, name=path.name)
+        if encoder is None:
+            encoder, tokenizer = load_minilm(path, implementation=implementation)
+        else:
+            tokenizer = load_tokenizer(path)
+            load_state_dict(encoder, find_model_file(path, WEIGHTS_FILE), rename=rename)
+        return cls(encoder, tokenizer, name=path.name, pool=pool)
 
     def tokenize(self, sentences: list[str]) -> dict[str, torch.Tensor]:
         """Token ids, the padding mask and token types of a batch, padded to its longest sentence.
@@ -324,7 +337,15 @@ class SentenceEncoder:
             returns ``hidden`` ``(B, L, d_model)`` and ``mask`` bool ``(B, L)``.
         """
         batch = self.tokenize(sentences)
-        return self.encoder(batch["input_ids"], batch["mask"], batch["token_type_ids"]), batch["mask"]
+        return self.encoder(*self.encoder_inputs(batch)), batch["mask"]
+
+    def encoder_inputs(self, batch: dict) -> tuple:
+        """The encoder's arguments for a :meth:`tokenize` batch: the ids, the padding mask as ``(B, 1, 1, L)``
+        (never ambiguous, whatever B and L are), and the token types when the encoder has them."""
+        mask = batch["mask"][:, None, None, :]  # (B, 1, 1, L)
+        if getattr(getattr(self.encoder, "config", None), "type_vocab_size", 1):
+            return batch["input_ids"], mask, batch["token_type_ids"]
+        return batch["input_ids"], mask
 
     def embed(self, sentences: list[str], batch_size: int = 32, normalize: bool = True) -> torch.Tensor:
         """Sentence embeddings: mean over real tokens, then L2-normalised.
@@ -344,6 +365,30 @@ class SentenceEncoder:
         if not chunks:
             raise ValueError("sentences must be a non-empty list of strings")
         return torch.cat(chunks)  # (N, d_model)
+
+    def save(self, folder: str | os.PathLike) -> Path:
+        """Store the encoder (its config and weights) and the tokenizer in ``folder``, for :meth:`load`."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        config = self.encoder.config.as_dict()
+        (folder / "config.json").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
+        torch.save(self.encoder.state_dict(), folder / "encoder.pt")
+        self.tokenizer.save(str(folder / TOKENIZER_FILE))
+        return folder
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike, build=Encoder, name: str | None = None) -> "SentenceEncoder":
+        """A sentence encoder stored by :meth:`save`: ``build(config)`` makes the encoder (the course's
+        ``Encoder`` by default; ``yours.build_encoder`` for yours), then the stored weights are loaded into it."""
+        from tokenizers import Tokenizer
+
+        folder = Path(folder)
+        if not (folder / "encoder.pt").is_file():
+            raise FileNotFoundError(f"no stored encoder in {folder} (SentenceEncoder.save writes encoder.pt there)")
+        config = EncoderConfig(**json.loads((folder / "config.json").read_text(encoding="utf-8")))
+        encoder = build(config)
+        encoder.load_state_dict(torch.load(folder / "encoder.pt", weights_only=True), strict=True)
+        return cls(encoder, Tokenizer.from_file(str(folder / TOKENIZER_FILE)), name=name or folder.name)
 
     @torch.no_grad()
     def attention(self, sentences: list[str]) -> list[dict]:

@@ -23,7 +23,7 @@ module                         explorers
 ``stacking``                   08: explore_config / config_view
 ``cost``                       09: explore_cost / cost_view
 ``pretrained``                 11: explore_real_attention / real_attention_view
-``review``                     12: quiz / quiz_view
+``review``                     13: quiz / quiz_view
 ============================== ================================================================
 """
 

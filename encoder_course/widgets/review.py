@@ -24,11 +24,11 @@ def quiz_view(session: QuizSession) -> dict:
     return {"feedback": feedback, "score": f"<b>Score: {html.escape(session.summary())}</b>"}
 
 
-def quiz(notebook: str = "12", seed: str | None = None):
+def quiz(notebook: str | None = None, seed: str | None = None):
     """A notebook's quiz: pick an option per question; the first pick counts and the question locks.
 
     Args:
-        notebook: the notebook's number or name.
+        notebook: the notebook's number or name; None for the review quiz of the last notebook.
         seed: whose option order to show (default: this learner's, see ``course.quiz.learner_seed``).
 
     Returns:
@@ -39,6 +39,10 @@ def quiz(notebook: str = "12", seed: str | None = None):
     """
     import ipywidgets as W
 
+    if notebook is None:
+        from ..course.manifest import notebook as find
+
+        notebook = find("review").number
     session = QuizSession(notebook, seed)
     radios, feedback, rows = [], [], []
     for number, question in enumerate(session.questions, start=1):

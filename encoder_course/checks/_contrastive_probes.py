@@ -1,0 +1,399 @@
+"""Helpers of the ``contrastive_loss`` checker (``contrastive.py``): the right loss and its usual slips in
+float64 (which the checker's table of mistakes calls), and the probes that name a mistake nobody listed by
+varying one thing at a time (each vector's length, one rotation, each query turned towards each passage,
+the extra negatives, the pairs' order, the scale the answer acts as, a factor common to every batch, every
+cosine 0 and a batch the right loss is sure of), with their comparisons. Only ``contrastive.py`` uses it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ._compare import _close, probe
+from ._run import ExerciseError, _gen, _invoke, _randn, _shape
+
+_DEFAULT_SCALE = 20.0  # sentence-transformers' MultipleNegativesRankingLoss: a temperature of 0.05
+
+
+# ----------------------------------------------------------------------------------------------
+# The loss and its usual slips, in float64
+
+
+def _cos(q, p, dim=-1):
+    return F.normalize(q, dim=dim) @ F.normalize(p, dim=dim).T  # (B, P)
+
+
+def _ce(scores, labels=None):
+    return F.cross_entropy(scores, torch.arange(scores.shape[0]) if labels is None else labels)
+
+
+def _loss(q, p, scale, kind="right"):
+    """The in-batch cross-entropy and its usual slips, in float64 (returned in the queries' dtype)."""
+    dtype = q.dtype
+    q, p = q.double(), p.double()
+    b, n = q.shape[0], p.shape[0]
+    labels = torch.arange(b)
+    scores = _cos(q, p) * scale  # (B, P)
+    eye = torch.eye(b, n, dtype=torch.bool)
+    if kind == "dot":
+        out = _ce(q @ p.T * scale)
+    elif kind == "dim0":
+        out = _ce(_cos(q, p, dim=0) * scale)
+    elif kind == "queries_only":
+        out = _ce(F.normalize(q, dim=-1) @ p.T * scale)
+    elif kind == "passages_only":
+        out = _ce(q @ F.normalize(p, dim=-1).T * scale)
+    elif kind == "no_scale":
+        out = _ce(scores / scale)
+    elif kind == "divided":
+        out = _ce(scores / scale / scale)
+    elif kind == "fixed":
+        out = _ce(scores / scale * _DEFAULT_SCALE)
+    elif kind == "scale_on_loss":
+        out = _ce(scores / scale) * scale
+    elif kind == "zeros":
+        out = _ce(scores, torch.zeros(b, dtype=torch.long))
+    elif kind == "columns":
+        if b != n:
+            raise ValueError("only when P == B")
+        out = _ce(scores.T)
+    elif kind == "symmetric":
+        out = (_ce(scores) + _ce(scores[:, :b].T)) / 2
+    elif kind == "symmetric_sum":
+        out = _ce(scores) + _ce(scores[:, :b].T)
+    elif kind == "softmax_first":
+        out = _ce(scores.softmax(dim=-1))
+    elif kind == "sum":
+        out = F.cross_entropy(scores, labels, reduction="sum")
+    elif kind == "diagonal_zero":
+        out = _ce(scores.masked_fill(eye, 0.0))
+    elif kind == "positive_left_out":  # -s_ii + logsumexp over the negatives only
+        out = (torch.logsumexp(scores.masked_fill(eye, float("-inf")), dim=-1) - scores[eye]).mean()
+    elif kind == "euclidean":
+        plain, unit = torch.cdist(q, p), torch.cdist(F.normalize(q, dim=-1), F.normalize(p, dim=-1))
+        # (-|a - b|² of unit vectors is 2 cos - 2: twice the right scores, which the scale probe names)
+        return [{"out": _ce(sign * dist ** power * scale).to(dtype)}
+                for dist, powers in ((plain, (1, 2)), (unit, (1,))) for power in powers for sign in (-1, 1)]
+    elif kind == "extra_ignored":
+        if n == b:
+            raise ValueError("only with extra negatives")
+        out = _ce(scores[:, :b])
+    elif kind == "sign":
+        out = -_ce(scores)
+    elif kind == "nll_raw":  # F.nll_loss on the scores: minus the positive's score
+        out = F.nll_loss(scores, labels)
+    else:
+        out = _ce(scores)
+    return {"out": out.to(dtype)}
+
+
+def _lengths(g, n, low, high):
+    """A column (n, 1) of lengths between ``low`` and ``high``, spread on a log scale."""
+    return torch.exp(torch.empty(n, 1).uniform_(math.log(low), math.log(high), generator=g))
+
+
+# ----------------------------------------------------------------------------------------------
+# Probes: what a mistake nobody listed is, found by varying one thing at a time
+
+
+def _same(a: float, b: float) -> bool:
+    return _close(torch.tensor(a, dtype=torch.float64), torch.tensor(b, dtype=torch.float64))
+
+
+def _near(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-3 * abs(b)
+
+
+def _asker(name, fn, label):
+    """``ask(queries, passages, scale, what)``: the learner's loss as a float (None when it is no finite number)."""
+    def ask(q, p, scale, what):
+        try:
+            out = _invoke(name, f"{label}, {what}", fn, q, p, scale=scale)
+        except ExerciseError as exc:
+            if exc.__cause__ is None:  # the time limit, the reference used: the verdict stands
+                raise
+            return None  # the learner's error on a probe's input: the listed cases say more
+        if not isinstance(out, torch.Tensor) or out.numel() != 1 or not torch.is_floating_point(out):
+            return None
+        value = float(out.detach().reshape(()))
+        return value if math.isfinite(value) else None
+    return ask
+
+
+def _ref(q, p, scale) -> float:
+    return float(_loss(q, p, scale)["out"].double())
+
+
+def _probe_inputs(dtype):
+    """Two batches whose cosines are set (then all vectors turned by one random rotation): 4 queries and 6 passages
+    in 10 dimensions, 0.3 between each query and its positive and 0.15 to 0.28 with every other passage, where the
+    right loss falls steadily as the scale grows, from log P at 0, slowly enough to read the scale back from it;
+    and 3 queries and 5 passages in 8 dimensions, about 0.6 with the positive and -0.6 to 0.5 with the others."""
+    g = _gen(31)
+    batches = []
+    for b, n, positive, low, high in ((4, 6, 0.3, 0.15, 0.28), (3, 5, 0.6, -0.6, 0.5)):
+        d = b + n
+        cos = low + (high - low) * torch.rand(b, n, generator=g, dtype=torch.float64)
+        cos[torch.arange(b), torch.arange(b)] = positive
+        shrink = max(1.0, float((cos ** 2).sum(dim=0).max()) ** 0.5 / 0.95)
+        cos = cos / shrink  # every passage's cosines fit in a unit vector, with room for an axis of its own
+        q = torch.eye(d, dtype=torch.float64)[:b]
+        p = torch.zeros(n, d, dtype=torch.float64)
+        p[:, :b] = cos.T  # passage j: cos[i, j] along query i, the rest of its unit length on an axis of its own
+        p[torch.arange(n), b + torch.arange(n)] = (1 - (cos ** 2).sum(dim=0)).sqrt()
+        rotation = torch.linalg.qr(torch.randn(d, d, generator=g, dtype=torch.float64))[0]
+        batches.append(((q @ rotation).to(dtype), (p @ rotation).to(dtype)))
+    return batches
+
+
+def _pulled(ask, b, n, scale, dtype) -> str:
+    """Which passage turning each query towards lowers the loss most, and whether the negatives count at all.
+
+    Queries and passages are B + P orthonormal vectors, every cosine 0; then, one pair at a time, query i is
+    turned towards passage j (a cosine of 0.45 with it, still 0 with every other passage). The right loss falls
+    for query i's positive alone, and rises for every negative.
+    """
+    eye = torch.eye(b + n, dtype=dtype)
+    q, p = eye[:b], eye[b:]
+    base = ask(q, p, scale, "with every query and passage at right angles to all the others")
+    if base is None:
+        return ""
+    change = torch.zeros(b, n, dtype=torch.float64)  # (B, P): the loss's change when query i turns towards passage j
+    for i in range(b):
+        for j in range(n):
+            turned = q.clone()
+            turned[i] = F.normalize(q[i] + 0.5 * p[j], dim=-1)
+            value = ask(turned, p, scale, f"with query {i} turned a little towards passage {j}")
+            if value is None:
+                return ""
+            change[i, j] = value - base
+    size = float(change.abs().max())
+    if size <= 1e-6 * max(1.0, abs(base)):
+        return ("turning a query towards any passage, its positive or another, does not change your loss at all: "
+                "nothing in it pulls a query towards its positive or pushes it from the negatives. Each query's "
+                "softmax runs over its whole row of scores against all P passages: its positive, and every other "
+                "passage (the other queries' positives included) as a negative.")
+    if n > 1 and bool((change < 0).all()):
+        spread = change.amax(dim=1) - change.amin(dim=1)
+        if bool((spread <= 0.25 * change.abs().amin(dim=1)).all()):
+            return (f"your loss falls by about as much ({float(change[0].mean()):.4g}) whichever passage a query turns "
+                    "towards, its positive or another: it does not tell the positive from the negatives, as if each "
+                    "query's label were whichever passage is nearest (labels from the scores themselves, argmax?). "
+                    "The labels are fixed by position, torch.arange(B): query i's positive is passages[i].")
+    if n > 1:
+        low = change.sort(dim=1).values
+        clear = bool(((low[:, 0] < 0) & (low[:, 1] - low[:, 0] > 0.25 * low[:, 0].abs())).all())
+    else:
+        clear = bool((change[:, 0] < 0).all())
+    if not clear:
+        return ""
+    target = change.argmin(dim=1).tolist()
+    if target != list(range(b)):
+        wrong = [i for i in range(b) if target[i] != i]
+        shown = ", ".join(f"query {i} moves towards passage {target[i]}" for i in wrong[:3])
+        shift = {target[i] - i for i in range(b)}
+        if b > 1 and set(target) == {target[0]}:
+            pattern = f" (passage {target[0]} for every query)"
+        elif len(shift) == 1 and shift.pop() == n - b:
+            pattern = " (the last B passages)"
+        elif target == list(range(b))[::-1]:
+            pattern = " (the positives in reverse order)"
+        else:
+            pattern = ""
+        return (f"your loss falls most when {shown}{pattern}, each not towards its own positive: your "
+                "labels point at the wrong columns. Query i's positive is passages[i], column i of the scores "
+                "(B, P), so the labels are torch.arange(B); the extra negatives come after the positives.")
+    flat = 1e-4 * size
+    in_batch = ~torch.eye(b, dtype=torch.bool)  # query i against the other queries' positives
+    if b > 1 and bool((change[:, :b][in_batch].abs() <= flat).all()):
+        return ("turning a query towards another query's positive does not change your loss: the in-batch "
+                "negatives do not count. Every passage that is not query i's positive is a negative for it, the "
+                "other queries' positives included: the softmax runs over the whole row of scores (B, P).")
+    if n > b and bool((change[:, b:].abs() <= flat).all()):
+        return ("turning a query towards an extra negative (passages[B:]) does not change your loss: the extra "
+                "negatives do not count. They are negatives for every query: score each query against all P "
+                "passages, (B, P).")
+    if n > 1:  # query 0 turned away from a negative (a cosine of -0.45): the right loss falls
+        j = 1
+        turned = q.clone()
+        turned[0] = F.normalize(q[0] - 0.5 * p[j], dim=-1)
+        away = ask(turned, p, scale, f"with query 0 turned a little away from passage {j}")
+        towards = float(change[0, j])
+        if away is not None and towards > 0 and away - base >= -flat:
+            return (f"turning query 0 away from passage {j}, a negative for it (a cosine of -0.45), changes your loss "
+                    f"by {away - base:+.4g}, and turning it towards that passage (a cosine of +0.45) by "
+                    f"{towards:+.4g}: "
+                    "a passage that points away from the query should count as a worse match, and lower the loss. "
+                    "Your scores do not grow with the cosine itself (a square or an absolute value of it?): the "
+                    "score is the signed cosine times scale.")
+    return ""
+
+
+def _effective_scale(q, p, value: float):
+    """The scale at which the right loss on (q, p) is ``value`` (None when none is: the loss falls steadily
+    from log P at scale 0 towards 0)."""
+    cos = _cos(q.double(), p.double())
+    labels = torch.arange(q.shape[0])
+
+    def at(log_scale):
+        return float(F.cross_entropy(cos * math.exp(log_scale), labels))
+
+    low, high = math.log(1e-4), math.log(1e5)
+    if not at(high) < value < at(low):
+        return None
+    for _ in range(80):
+        mid = (low + high) / 2
+        low, high = (mid, high) if at(mid) > value else (low, mid)
+    return math.exp((low + high) / 2)
+
+
+def _scale_finding(ask, scale, dtype) -> str:
+    """Which scale the answer acts as, for 2, 5 and the case's scale, each confirmed on a second batch; "" when no
+    scale explains it."""
+    (qa, pa), (qb, pb) = _probe_inputs(dtype)
+    scales = sorted({2.0, 5.0, float(scale)})
+    acts = []
+    for s in scales:
+        first = ask(qa, pa, s, f"on a batch {_shape(qa)} with {pa.shape[0]} passages, scale={s:g}")
+        second = ask(qb, pb, s, f"on a batch {_shape(qb)} with {pb.shape[0]} passages, scale={s:g}")
+        found = _effective_scale(qa, pa, first) if first is not None else None
+        if found is None or second is None or not _close(torch.tensor(second, dtype=torch.float64),
+                                                        torch.tensor(_ref(qb, pb, found)), factor=2):
+            return ""
+        acts.append(found)
+    if all(_near(e, s) for e, s in zip(acts, scales)):
+        return ""
+    pairs = list(zip(acts, scales))
+    if all(_near(e, 1.0) for e, _ in pairs):
+        why = "the cosines are not multiplied by scale"
+    elif all(_near(e, 1 / s) for e, s in pairs):
+        why = "the cosines are divided by scale"
+    elif all(_near(e, s ** 2) for e, s in pairs):
+        why = "scale is applied twice (scale ** 2): to both vectors, or to the scores and again"
+    elif all(_near(e, acts[0]) for e in acts):
+        why = f"your loss ignores the scale it is given and acts as {acts[0]:.4g} whatever is passed"
+    elif all(_near(e / s, acts[0] / scales[0]) for e, s in pairs):
+        k = acts[0] / scales[0]
+        why = (f"the cosines are multiplied by {k:.4g} * scale, not by scale: a factor of {k:.4g} is wrong"
+               + (" (as with -|a - b|² of unit vectors, which is 2 cos - 2: twice the cosine)"
+                  if _near(k, 2.0) else ""))
+    else:
+        right = [f"{s:g}" for e, s in pairs if _near(e, s)]
+        why = (f"right with scale={' and '.join(right)}, not with the others: your code changes the scale it is "
+               "given in some cases (a limit, a condition)" if right else "")
+    shown = ", ".join(f"with scale={s:g} it is the right loss for scale {e:.4g}" for e, s in pairs)
+    return (f"your loss behaves as the right loss at another scale: {shown}" + (f": {why}" if why else "")
+            + ". Multiply the cosine similarities by scale, once: F.normalize(queries, dim=-1) @ "
+            "F.normalize(passages, dim=-1).T * scale.")
+
+
+def _factor_finding(ask, q, p, scale, got, want) -> str:
+    """One factor between the answer and the right loss on three batches of different sizes ("" when none)."""
+    batches = [(q, p)] + _probe_inputs(q.dtype)
+    sizes = [(x.shape[0], y.shape[0]) for x, y in batches]
+    ratios = [got / want] if abs(want) > 1e-8 else []
+    for x, y in batches[1:]:
+        mine, right = ask(x, y, scale, f"on a batch {_shape(x)} with {y.shape[0]} passages"), _ref(x, y, scale)
+        if mine is None or abs(right) < 1e-8:
+            return ""
+        ratios.append(mine / right)
+    if len(ratios) < 3 or any(abs(r) < 1e-6 for r in ratios):
+        return ""
+    if all(_near(r, ratios[0]) for r in ratios):
+        c = ratios[0]
+        return (f"your loss is {c:.4g} times the right one on every batch tried"
+                + (" (the sign flipped)" if c < 0 else "") + ": the pattern is right, a factor is wrong. The loss "
+                "is the plain mean over the queries of each one's cross-entropy.")
+    if all(_near(r, b) for r, (b, _) in zip(ratios, sizes)):
+        return ("your loss is B times the right one on every batch tried: the sum over the queries, where the "
+                "mean belongs.")
+    if all(_near(r, b / n) for r, (b, n) in zip(ratios, sizes)):
+        return ("your loss is B / P times the right one on every batch tried: the sum over the queries is divided "
+                "by the number of passages P, where the mean over the B queries belongs.")
+    if all(_near(r, 1 / b) for r, (b, _) in zip(ratios, sizes)):
+        return ("your loss is the right one divided by B again on every batch tried: the mean over the queries is "
+                "divided by B once more.")
+    return ""
+
+
+@probe
+def _probe(name, fn, label, q, p, scale, got: float, want: float) -> str:
+    """Vary one thing at a time and name what the answer responds to wrongly; "" when every probe agrees."""
+    ask = _asker(name, fn, label)
+    b, n, d = q.shape[0], p.shape[0], q.shape[1]
+    if got < 0:
+        return (f"your loss is negative ({got:.4g}), but a cross-entropy, -log of the positive's probability, is "
+                f"never below 0 (the right loss here is {want:.4g}): check the sign, and what the log is taken of "
+                "(F.nll_loss expects log-probabilities, from log_softmax; F.cross_entropy takes the scores as "
+                "they are).")
+    g = _gen(32)
+    for role, roles, where in (("query", "queries", 0), ("passage", "passages", 1)):
+        count = (b, n)[where]
+        factors = _lengths(g, count, 0.05, 20.0).to(q.dtype)
+        moved = (q * factors, p) if where == 0 else (q, p * factors)
+        shown = ", ".join(f"{float(f):.2g}" for f in factors[:3, 0])
+        other = ask(*moved, scale, f"with each {role} multiplied by a positive number")
+        if other is not None and not _same(other, got):
+            return (f"multiplying each {role} by a positive number ({shown}, ...; its direction unchanged) changes "
+                    f"your loss from {got:.6g} to {other:.6g}, but a cosine similarity depends on directions only: "
+                    f"the {roles} are not normalised, each exactly by its own length (an eps added to the length "
+                    "counts for short vectors). Divide each vector by its own length, F.normalize(x, dim=-1) or "
+                    "x / x.norm(dim=-1, keepdim=True), queries and passages.")
+    rotation = torch.linalg.qr(_randn(_gen(33), d, d).double())[0].to(q.dtype)
+    turned = ask(q @ rotation, p @ rotation, scale, "with every query and passage turned by one rotation")
+    if turned is not None and not _same(turned, got):
+        return (f"turning every query and passage by the same rotation, which changes no angle between them and so "
+                f"no cosine, changes your loss from {got:.6g} to {turned:.6g}: your scores are not the cosines. A "
+                "cosine similarity divides each vector by its Euclidean length (F.normalize's default p=2) before "
+                "the dot products.")
+    found = _pulled(ask, b, n, scale, q.dtype)
+    if found:
+        return found
+    if n > b:
+        fewer = ask(q, p[:b], scale, "with the extra negatives removed (passages[:B] only)")
+        if fewer is not None and _same(fewer, got) and not _same(_ref(q, p[:b], scale), want):
+            return (f"removing the extra negatives (passages[B:]) leaves your loss as it was ({got:.6g}): they do not "
+                    "count. They are negatives for every query: score each query against all P passages, (B, P).")
+        order = torch.cat([torch.arange(b), b + torch.arange(n - b).flip(0)])
+        flipped = ask(q, p[order], scale, "with the extra negatives in reverse order")
+        if flipped is not None and not _same(flipped, got):
+            return (f"reversing the order of the extra negatives (passages[B:]) changes your loss from {got:.6g} to "
+                    f"{flipped:.6g}, but they are negatives for every query and their order cannot matter: only "
+                    "passages[:B] are matched with the queries, passages[i] with query i.")
+    if b > 1:
+        turn = torch.roll(torch.arange(b), 1)
+        order = torch.cat([turn, torch.arange(b, n)])
+        moved = ask(q[turn], p[order], scale, "with the pairs in another order (each query with its positive)")
+        if moved is not None and not _same(moved, got):
+            return (f"putting the pairs in another order (each query moved together with its positive) changes your "
+                    f"loss from {got:.6g} to {moved:.6g}: the loss is a mean over the queries, which their order "
+                    "cannot change, and query i's positive is the passage at its own position, passages[i].")
+    found = _scale_finding(ask, scale, q.dtype) or _factor_finding(ask, q, p, scale, got, want)
+    if found:
+        return found
+    eye = torch.eye(b + n, dtype=q.dtype)
+    flat = ask(eye[:b], eye[b:], scale, "with every query and passage at right angles to all the others")
+    if flat is not None and b > 1 and _same(flat, math.log(b * n)):
+        return (f"with every query at right angles to every passage (every cosine 0) the right loss is log P = log {n} "
+                f"= {math.log(n):.5g}; yours gives log(B * P) = log {b * n} = {flat:.5g}: your softmax runs over all "
+                "B * P scores at once. The softmax runs over one query's row of P scores at a time: "
+                "F.cross_entropy(scores, labels) on the (B, P) scores.")
+    if flat is not None and not _same(flat, math.log(n)):
+        return (f"with every query at right angles to every passage (every cosine 0), each query's {n} passages are "
+                f"equally likely and the right loss is log P = log {n} = {math.log(n):.5g}, whatever the scale; yours "
+                f"gives {flat:.5g}. Your loss is not -log of the positive's softmax probability over the query's "
+                "row of scores: nothing is added to the scores (a margin on the positive?) or to the loss, and no "
+                "sigmoid or hinge takes the softmax's place; the scores are the cosines times scale, nothing else.")
+    sure = ask(torch.eye(n, dtype=q.dtype)[:b], torch.eye(n, dtype=q.dtype), 50.0,
+               "with each query equal to its positive and at right angles to every other passage, scale=50.0")
+    right = _ref(torch.eye(n)[:b], torch.eye(n), 50.0)
+    if sure is not None and sure > 1e-3:
+        return (f"with each query equal to its positive and at right angles to every other passage, at scale=50.0 "
+                f"each positive wins by far and the right loss is almost 0 ({right:.1g}); yours gives {sure:.4g}. "
+                "Your loss is not each query's cross-entropy of its own row of scores against its positive: the "
+                "softmax runs over one query's row (B, P) at a time, and nothing is added to -log p(positive) (no "
+                "label smoothing, margin or penalty).")
+    return ""

@@ -1,0 +1,95 @@
+"""Masked-language-model pretraining (notebook 12): the masking rule, the vocabulary, the model and what is measured."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import encoder_course as ec
+from encoder_course.measure import masked_lm
+
+
+def test_mask_tokens_follows_berts_rule_and_leaves_its_input_alone():
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, 1000, (64, 128), generator=g)
+    maskable = torch.rand(64, 128, generator=g) < 0.9
+    before = ids.clone()
+    inputs, chosen = masked_lm.mask_tokens(ids, maskable, 4, 1000, torch.Generator().manual_seed(1))
+    assert torch.equal(ids, before) and inputs.dtype == torch.long and chosen.dtype == torch.bool
+    assert not chosen[~maskable].any() and torch.equal(inputs[~chosen], ids[~chosen])
+    share = chosen.sum() / maskable.sum()
+    assert abs(share - 0.15) < 0.01
+    masked = (inputs[chosen] == 4).float().mean()
+    kept = (inputs[chosen] == ids[chosen]).float().mean()
+    assert abs(masked - 0.8) < 0.02 and abs(kept - 0.1) < 0.02 and abs(1 - masked - kept - 0.1) < 0.02
+    again = masked_lm.mask_tokens(ids, maskable, 4, 1000, torch.Generator().manual_seed(1))
+    assert torch.equal(again[0], inputs) and torch.equal(again[1], chosen)  # the generator decides everything
+    none = masked_lm.mask_tokens(ids, maskable, 4, 1000, p=0.0)
+    assert not none[1].any() and torch.equal(none[0], ids)
+
+
+class _Pieces:
+    """A stand-in tokenizer: one piece per word, with [CLS] and [SEP]."""
+
+    def to_str(self):
+        raise NotImplementedError
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    pytest.importorskip("tokenizers")
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "dog", "ran", "a"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2),
+                                                                                                 ("[SEP]", 3)])
+    tok.enable_padding(pad_id=0, pad_token="[PAD]")  # as load_tokenizer does: the vocabulary must not pad
+    return tok
+
+
+def test_the_vocabulary_numbers_the_training_pieces_by_frequency_after_the_specials(tokenizer):
+    vocab = masked_lm.Vocabulary(tokenizer, ["the cat sat on the mat", "the dog"])
+    assert vocab.pieces[:5] == list(masked_lm.SPECIALS) and vocab.pieces[5] == "the"
+    assert len(vocab) == 5 + 6 and vocab.most_frequent() == vocab.ids["the"]
+    ids = vocab.encode(["the dog ran", "a"], max_len=4)
+    assert ids[0] == [2, vocab.ids["the"], vocab.ids["dog"], 3]  # [CLS] the dog [SEP]: 'ran' cut, [SEP] kept
+    assert ids[1] == [2, vocab.unk_id, 3]  # 'a' is not a training piece, and no padding came in
+    padded = masked_lm.pad_batch(ids)
+    assert padded.tolist()[1] == [2, 1, 3, 0]
+    assert masked_lm.maskable_positions(padded, vocab).tolist() == [[False, True, True, False]] + [[False] * 4]
+
+
+def test_the_model_scores_only_the_chosen_positions_with_the_tied_table_and_trains(tokenizer):
+    vocab = masked_lm.Vocabulary(tokenizer, ["the cat sat on the mat", "the dog ran on a mat"] * 4)
+    texts = vocab.encode(["the cat sat on the mat", "the dog sat on the mat", "a cat ran"] * 20)
+    config = masked_lm.small_config(len(vocab), d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16)
+    model = masked_lm.make_model(config)
+    ids = masked_lm.pad_batch(texts[:3])
+    chosen = masked_lm.maskable_positions(ids, vocab)
+    logits = model(ids, ids != 0, chosen)
+    assert logits.shape == (int(chosen.sum()), len(vocab))
+    assert model.encoder.embeddings.token.weight.std() < 0.05  # BERT's std 0.02 table
+    before = masked_lm.masked_accuracy(model, texts, vocab)
+    steps = []
+    run = masked_lm.pretrain(model, texts, vocab, steps=60, batch_size=8, lr=1e-2, warmup_steps=5,
+                             callback=lambda step, total, loss: steps.append((step, total)))
+    after = masked_lm.masked_accuracy(model, texts, vocab)
+    assert run.steps == 60 and steps[-1] == (60, 60) and not model.training
+    assert after["loss"] < before["loss"] and after["accuracy"] > before["accuracy"]
+    assert before["unigram_accuracy"] == after["unigram_accuracy"]  # the same positions both times
+    guesses = masked_lm.fill_in(model, vocab, "the cat sat on the mat", "cat", k=3)
+    assert len(guesses) == 3 and not set(guesses) & set(masked_lm.SPECIALS)
+    with pytest.raises(ValueError, match="not in"):
+        masked_lm.fill_in(model, vocab, "the cat sat", "dog")
+
+
+def test_your_encoder_class_can_be_the_pretraining_encoder():
+    made = []
+
+    def build(config):
+        made.append(config)
+        return ec.Encoder(config)
+    model = masked_lm.make_model(masked_lm.small_config(50, d_model=16, n_heads=2, d_ff=32), encoder_class=build)
+    assert made and made[0].vocab_size == 50 and model.bias.shape == (50,)
