@@ -169,8 +169,8 @@ def test_a_toy_exercise_and_widget_added_through_readmes_checklist(tmp_path):
     stub = next(c.source for c in learner.cells if c.get("metadata", {}).get("encoder_course", {}).get("exercise")
                 == "double" and c.metadata["encoder_course"]["role"] == "exercise")
     assert "NotImplementedError" in stub and "2 * x" not in stub
-    row12 = next(line for line in (repo / "README.md").read_text().splitlines() if line.startswith("| 12 |"))
-    assert "`double`" in row12
+    row13 = next(line for line in (repo / "README.md").read_text().splitlines() if line.startswith("| 13 |"))
+    assert "`double`" in row13
 
     # The copy's own tests take the new exercise and widget in: nothing else needed editing.
     probe = textwrap.dedent('''
