@@ -88,7 +88,7 @@ def embed_with_grad(sentence_encoder, texts: list[str]) -> torch.Tensor:
 
 def fine_tune(sentence_encoder, pairs_: list[tuple[str, str]], *, steps: int = 20, batch_size: int = 32,
               lr: float = 1e-4, seed: int = 0, loss_fn=contrastive_loss, train_embeddings: bool = False,
-              callback=None) -> FineTuneResult:
+              max_length: int = 128, callback=None) -> FineTuneResult:
     """Fine-tune ``sentence_encoder``'s encoder in place on ``(query, passage)`` pairs with ``loss_fn``.
 
     Args:
@@ -101,6 +101,8 @@ def fine_tune(sentence_encoder, pairs_: list[tuple[str, str]], *, steps: int = 2
         loss_fn: ``loss_fn(queries, passages)``, as :func:`contrastive_loss`.
         train_embeddings: also train the embedding tables (30,522 x 384 for all-MiniLM-L6-v2). Off by default:
             a batch touches a few hundred of their rows, and updating all of them costs most of a step.
+        max_length: word pieces kept per text while training: a batch's stored activations grow with the
+            square of its longest text, and the few passages past 128 pieces would hold gigabytes.
         callback: called as ``callback(step, steps, loss)`` after every step.
     """
     require_positive_int("steps", steps)
@@ -115,6 +117,11 @@ def fine_tune(sentence_encoder, pairs_: list[tuple[str, str]], *, steps: int = 2
         p.requires_grad_(False)
     optimizer = torch.optim.AdamW(trained, lr=lr)
     result, start, order = FineTuneResult(), time.perf_counter(), []
+    tokenizer = sentence_encoder.tokenizer
+    cuts = hasattr(tokenizer, "enable_truncation")  # a tokenizers.Tokenizer (a test's stand-in may not be)
+    truncation = dict(tokenizer.truncation or {}) if cuts else {}
+    if cuts:
+        tokenizer.enable_truncation(max_length=min(max_length, truncation.get("max_length", max_length)))
     encoder.train()
     try:
         for step in range(steps):
@@ -131,6 +138,11 @@ def fine_tune(sentence_encoder, pairs_: list[tuple[str, str]], *, steps: int = 2
             if callback is not None:
                 callback(step + 1, steps, result.loss[-1])
     finally:
+        if truncation and cuts:
+            tokenizer.enable_truncation(**{k: v for k, v in truncation.items() if k in (
+                "max_length", "stride", "strategy", "direction")})
+        elif cuts:
+            tokenizer.no_truncation()
         for p in frozen:
             p.requires_grad_(True)
         encoder.eval()
