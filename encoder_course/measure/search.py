@@ -40,7 +40,7 @@ class Index:
     encoder: object  # the SentenceEncoder that made them, which embeds the questions too
 
 
-def embed_sorted(encoder, texts: list[str], batch_size: int = 64) -> torch.Tensor:
+def embed_sorted(encoder, texts: list[str], batch_size: int = 16) -> torch.Tensor:
     """Unit-length embeddings of ``texts`` ``(N, d)``, in their order, computed in batches of similar length.
 
     Sorting by length before batching means each batch is padded only to its own longest text: on the
@@ -59,7 +59,7 @@ def embed_sorted(encoder, texts: list[str], batch_size: int = 64) -> torch.Tenso
     return out  # (N, d)
 
 
-def build_index(encoder, names: list[str], passages: list[str], batch_size: int = 64) -> Index:
+def build_index(encoder, names: list[str], passages: list[str], batch_size: int = 16) -> Index:
     """Embed every passage with ``encoder`` (a ``SentenceEncoder``) for :func:`search`."""
     if len(names) != len(passages) or not passages:
         raise ValueError(f"names and passages must be two non-empty lists of one length, got {len(names)} "
