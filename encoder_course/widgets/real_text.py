@@ -10,7 +10,7 @@ from ..measure.search import search
 from ._display import show_figure
 
 #: What the notebooks reach as ``widgets.<name>``.
-__all__ = ["EXAMPLE_QUESTIONS", "compare_view", "explore_fine_tuning", "explore_search", "live_training",
+__all__ = ["EXAMPLE_QUESTIONS", "compare_view", "explore_fine_tuning", "explore_search", "training_view",
            "search_view"]
 
 EXAMPLE_QUESTIONS = (
@@ -96,7 +96,7 @@ def explore_fine_tuning(before, after, questions=EXAMPLE_QUESTIONS, k: int = 5):
     return W.VBox([pick, typed, out])
 
 
-def live_training(title: str, redraw_every: int = 25):
+def training_view(title: str, redraw_every: int = 25):
     """A progress bar and a loss curve that follow a training run.
 
     Returns:
