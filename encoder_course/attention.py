@@ -16,7 +16,7 @@ from ._validate import HALF_DTYPES, check_mask, require_probability, require_qkv
 
 
 def scaled_dot_product_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, *, keep_dtype: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention with the weights materialised: ``softmax(q k^T / sqrt(d_k)) v``.
 
@@ -28,6 +28,9 @@ def scaled_dot_product_attention(
         k: keys.
         v: values.
         mask: optional bool mask, True = may attend, broadcastable to ``(..., L_q, L_k)``.
+        keep_dtype: for float16/bfloat16 inputs, compute the scores, the softmax and the product in
+            that dtype, as a plain half-precision implementation does (notebook 09's GPU sweep times
+            this); by default they are computed in float32, which holds twice the bytes.
 
     Shape:
         q ``(..., L_q, d_k)``, k ``(..., L_k, d_k)``, v ``(..., L_k, d_v)``;
@@ -38,11 +41,14 @@ def scaled_dot_product_attention(
         check_mask(mask, scores_shape(q, k))
     # float16 tops out at 65504, so a q.k of large vectors overflows to inf and the softmax gives NaN:
     # take the scores and the softmax in float32 for half-precision inputs, as the fused kernels do.
-    if q.dtype in HALF_DTYPES:
+    if q.dtype in HALF_DTYPES and not keep_dtype:
         out, weights = scaled_dot_product_attention(q.float(), k.float(), v.float(), mask)
         return out.to(q.dtype), weights.to(q.dtype)
     d_k = q.shape[-1]
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., L_q, L_k)
+    if q.dtype in HALF_DTYPES:  # kept in half precision: scale q first, so a large q.k cannot overflow
+        scores = (q / math.sqrt(d_k)) @ k.transpose(-2, -1)  # (..., L_q, L_k)
+    else:
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., L_q, L_k)
     if mask is not None:
         # -inf makes the softmax give exactly zero weight to masked keys.
         scores = scores.masked_fill(~mask, float("-inf"))

@@ -24,7 +24,8 @@ from .attention import scaled_dot_product_attention
 
 
 def chunked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                      mask: torch.Tensor | None = None, chunk_size: int = 1024) -> torch.Tensor:
+                      mask: torch.Tensor | None = None, chunk_size: int = 1024, *,
+                      keep_dtype: bool = False) -> torch.Tensor:
     """Attention computed a block of queries at a time; the same output as full attention.
 
     Peak memory for scores falls from ``L_q x L_k`` to ``chunk_size x L_k`` per head; the FLOPs
@@ -33,6 +34,7 @@ def chunked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     Args:
         q, k, v, mask: as :func:`~encoder_course.scaled_dot_product_attention`.
         chunk_size: queries per chunk.
+        keep_dtype: as in :func:`~encoder_course.scaled_dot_product_attention` (half precision kept).
 
     Shape:
         q ``(..., L_q, d_k)``, k ``(..., L_k, d_k)``, v ``(..., L_k, d_v)``, mask broadcastable to
@@ -46,7 +48,8 @@ def chunked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     for start in range(0, q.shape[-2], chunk_size):
         rows = slice(start, start + chunk_size)
         chunk_mask = mask if mask is None or mask.dim() < 2 or mask.shape[-2] == 1 else mask[..., rows, :]
-        pieces.append(scaled_dot_product_attention(q[..., rows, :], k, v, chunk_mask)[0])  # (..., chunk, d_v)
+        pieces.append(scaled_dot_product_attention(q[..., rows, :], k, v, chunk_mask,
+                                                   keep_dtype=keep_dtype)[0])  # (..., chunk, d_v)
     if not pieces:  # no queries at all
         return q.new_zeros(*scores_shape(q, k)[:-2], 0, v.shape[-1])
     return torch.cat(pieces, dim=-2)  # (..., L_q, d_v)

@@ -103,3 +103,24 @@ def test_attention_rejects_mixed_dtypes():
     q = torch.randn(2, 4, 8)
     with pytest.raises(TypeError, match="q, k and v must share one dtype.*float64"):
         ec.scaled_dot_product_attention(q, q.double(), q)
+
+
+def test_keep_dtype_holds_half_precision_scores_and_gives_the_same_attention():
+    # Notebook 09's GPU sweep times the naive path with keep_dtype=True: its peak is two half-precision
+    # (B, H, L, L) tensors and the output; by default the scores and weights are taken in float32.
+    from encoder_course.measure import cost
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 64, 16).bfloat16() for _ in range(3))
+    scores = cost.score_bytes(64, n_heads=2, dtype=torch.bfloat16)
+    with torch.no_grad():
+        kept = cost.measure_peak_bytes(lambda: ec.scaled_dot_product_attention(q, k, v, keep_dtype=True))
+        default = cost.measure_peak_bytes(ec.scaled_dot_product_attention, q, k, v)
+        out, weights = ec.scaled_dot_product_attention(q, k, v, keep_dtype=True)
+    assert kept == 2 * scores + q.nbytes
+    assert default == 4 * scores + 8 * q.nbytes  # float32 scores and weights, float32 copies of q, k, v and out
+    assert out.dtype == weights.dtype == torch.bfloat16
+    torch.testing.assert_close(out.float(), ec.scaled_dot_product_attention(q.float(), k.float(), v.float())[0],
+                               atol=3e-2, rtol=0)
+    big = torch.full((1, 2, 16), 70.0, dtype=torch.float16)  # q.k = 78,400 would overflow float16
+    assert torch.isfinite(ec.scaled_dot_product_attention(big, big, big, keep_dtype=True)[0]).all()

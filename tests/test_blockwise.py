@@ -49,8 +49,8 @@ def test_chunked_holds_only_a_slice_of_the_scores(monkeypatch):
     shapes = []
     original = blockwise.scaled_dot_product_attention
 
-    def spy(q, k, v, mask=None):
-        out, weights = original(q, k, v, mask)
+    def spy(q, k, v, mask=None, **options):
+        out, weights = original(q, k, v, mask, **options)
         shapes.append(tuple(weights.shape))
         return out, weights
 

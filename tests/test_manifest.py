@@ -31,6 +31,14 @@ def test_a_notebooks_first_heading_is_its_number_and_title(nb):
     assert heading.strip() == nb.heading
 
 
+def test_start_heres_table_of_notebooks_lists_every_notebook_in_order():
+    """00's own map of the course (written for the learner, not generated) names every later notebook."""
+    start = nbformat.read(NOTEBOOKS[0].solution(ROOT), as_version=4)
+    rows = [m.groups() for c in start.cells if c.cell_type == "markdown"
+            for m in re.finditer(r"^\| (\d\d) \| (\w+) \|", c.source, re.M)]
+    assert rows == [(nb.number, nb.name) for nb in NOTEBOOKS[1:]]
+
+
 @pytest.mark.parametrize("kind", ["plots", "widgets"])
 def test_plot_and_widget_modules_are_named_like_their_notebook(kind):
     package = ROOT / "encoder_course" / kind
@@ -94,3 +102,10 @@ def test_the_self_check_finds_a_notebook_through_the_manifest(monkeypatch):
     assert _find("3") == _find("masks") == _find("03_masks") == ROOT / "notebooks" / "03_masks.ipynb"
     with pytest.raises(FileNotFoundError, match="give a number"):
         _find("99")
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS[1:], ids=lambda nb: nb.stem)
+def test_a_notebooks_quiz_calls_name_its_own_number(nb):
+    source = "\n".join(c.source for c in nbformat.read(nb.solution(ROOT), as_version=4).cells)
+    called = re.findall(r"""(?:quiz\.grade|widgets\.quiz|quiz)\(\s*["'](\d\d)["']""", source)
+    assert called and set(called) == {nb.number}, called

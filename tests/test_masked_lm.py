@@ -72,11 +72,12 @@ def test_the_model_scores_only_the_chosen_positions_with_the_tied_table_and_trai
     assert logits.shape == (int(chosen.sum()), len(vocab))
     assert model.encoder.embeddings.token.weight.std() < 0.05  # BERT's std 0.02 table
     before = masked_lm.masked_accuracy(model, texts, vocab)
-    steps = []
+    steps, threads = [], torch.get_num_threads()
     run = masked_lm.pretrain(model, texts, vocab, steps=60, batch_size=8, lr=1e-2, warmup_steps=5,
-                             callback=lambda step, total, loss: steps.append((step, total)))
+                             callback=lambda step, total, loss: steps.append((step, total, torch.get_num_threads())))
     after = masked_lm.masked_accuracy(model, texts, vocab)
-    assert run.steps == 60 and steps[-1] == (60, 60) and not model.training
+    assert run.steps == 60 and steps[-1] == (60, 60, 1) and not model.training
+    assert torch.get_num_threads() == threads  # one thread while training, the caller's setting afterwards
     assert after["loss"] < before["loss"] and after["accuracy"] > before["accuracy"]
     assert before["unigram_accuracy"] == after["unigram_accuracy"]  # the same positions both times
     guesses = masked_lm.fill_in(model, vocab, "the cat sat on the mat", "cat", k=3)

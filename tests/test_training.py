@@ -1,5 +1,6 @@
 """The training toolkit of notebook 10: labels, baseline, masking, determinism (seconds on a CPU)."""
 
+import math
 from collections import Counter
 
 import pytest
@@ -127,6 +128,22 @@ def test_without_attention_little_beats_the_majority_class():
     tiny = torch.tensor([[1, 1, 2, 0]])
     assert T.best_without_attention(tiny, T.frequency_labels(tiny, 4)) == 1.0
 
+
+
+def test_loss_without_attention_by_hand():
+    # Position 0: symbol 1 twice with classes 0 and 1 (entropy ln 2), symbol 2 once (entropy 0).
+    ids = torch.tensor([[1, 3], [1, 3], [2, 3]])
+    labels = torch.tensor([[0, 0], [1, 0], [0, 0]])
+    out = T.loss_without_attention(ids, labels)
+    p = torch.tensor([5 / 6, 1 / 6])
+    assert out["class_frequencies"] == pytest.approx(-(p * p.log()).sum().item())
+    assert out["per_token"] == pytest.approx(2 * math.log(2) / 6)
+    task = T.FrequencyTask()
+    ids, labels = task.batch(4000, torch.Generator().manual_seed(0))
+    out = T.loss_without_attention(ids, labels)
+    assert out["per_token"] < out["class_frequencies"] < math.log(4)
+    with pytest.raises(ValueError):
+        T.loss_without_attention(ids, torch.full_like(labels, T.IGNORE_INDEX))
 
 def test_a_loss_function_and_an_encoder_class_can_be_plugged_in():
     task = T.FrequencyTask(max_len=8)

@@ -4,9 +4,10 @@
   without residual paths.
 - :func:`norm_placement_profile` (notebook 07): a stack of real encoder blocks, post-LN or pre-LN;
   :func:`mean_placement_profile` averages it over several random stacks (one stack's per-layer
-  profile is noisy), :func:`last_over_first_over_stacks` shows how much one figure varies between
-  stacks, and :func:`stream_gradient_tracking` compares each layer's gradient with the gradient on
-  the residual stream at its output.
+  profile is noisy), :func:`last_over_first_over_stacks` shows how much the last layer's gradient
+  over the first's varies between stacks (for the whole layer and for its parts), and
+  :func:`stream_gradient_tracking` compares each layer's gradient with the gradient on the residual
+  stream at its output.
 
 Nothing is trained: both measure the network at step 0, and leave the global random state untouched.
 """
@@ -157,7 +158,8 @@ def mean_placement_profile(norm_first: bool, depth: int, *, stacks: int = 5, **k
         **kwargs: passed on to :func:`norm_placement_profile` (``d_model``, ``init``, ...; not ``seed``).
 
     Returns:
-        the same keys as :func:`norm_placement_profile`, each the per-layer mean, and ``"stacks"``.
+        the same keys as :func:`norm_placement_profile`, each the per-layer mean; ``"stacks"``; and
+        ``"runs"``: the profile of each single stack (seed 0 first), to show the spread behind the mean.
     """
     if isinstance(stacks, bool) or not isinstance(stacks, int) or stacks < 1:
         raise ValueError(f"stacks must be a positive int, got {stacks!r}")
@@ -165,11 +167,15 @@ def mean_placement_profile(norm_first: bool, depth: int, *, stacks: int = 5, **k
         raise TypeError("mean_placement_profile uses the seeds 0 .. stacks - 1; pass stacks, not seed")
     runs = [norm_placement_profile(norm_first, depth, seed=seed, **kwargs) for seed in range(stacks)]
     mean = {key: [sum(values) / stacks for values in zip(*(run[key] for run in runs))] for key in runs[0]}
-    return {**mean, "stacks": stacks}
+    return {**mean, "stacks": stacks, "runs": runs}
 
 
 def last_over_first_over_stacks(norm_first: bool, depth: int, *, stacks: int = 20, **kwargs) -> dict:
     """How much the last layer's gradient over the first layer's varies between random stacks.
+
+    The ratio is taken stack by stack, for the whole layer and for three parts of it: the attention
+    and FFN weights (every parameter but the two LayerNorms', ``sqrt(grad_norm^2 - norm_grad_norm^2)``
+    of each stack), the FFN's ``W_2`` alone and the two LayerNorms alone.
 
     Args:
         norm_first: False for post-LN, True for pre-LN.
@@ -178,17 +184,31 @@ def last_over_first_over_stacks(norm_first: bool, depth: int, *, stacks: int = 2
         **kwargs: passed on to :func:`norm_placement_profile` (not ``seed``).
 
     Returns:
-        ``{"ratios": [stacks floats], "ratio_of_means": float}``: ``grad_norm[-1] / grad_norm[0]`` of
-        each stack, and the same ratio for the profile averaged over all of them (what
+        ``{"ratios", "weights_ratios", "ffn_w2_ratios", "norm_ratios": [stacks floats],
+        "ratio_of_means": float}``: last layer over first layer of each stack, for the whole layer
+        (``grad_norm[-1] / grad_norm[0]``), the attention and FFN weights, ``W_2`` and the LayerNorms;
+        and the whole layer's ratio for the profile averaged over all the stacks (what
         :func:`mean_placement_profile` with these ``stacks`` gives).
     """
     if isinstance(stacks, bool) or not isinstance(stacks, int) or stacks < 1:
         raise ValueError(f"stacks must be a positive int, got {stacks!r}")
     if "seed" in kwargs:
         raise TypeError("last_over_first_over_stacks uses the seeds 0 .. stacks - 1; pass stacks, not seed")
-    runs = [norm_placement_profile(norm_first, depth, seed=seed, **kwargs)["grad_norm"] for seed in range(stacks)]
-    first, last = sum(run[0] for run in runs) / stacks, sum(run[-1] for run in runs) / stacks
-    return {"ratios": [run[-1] / run[0] for run in runs], "ratio_of_means": last / first}
+    runs = [norm_placement_profile(norm_first, depth, seed=seed, **kwargs) for seed in range(stacks)]
+
+    def ratio(values):
+        return values[-1] / values[0]
+
+    def weights(run):  # every parameter of the layer but its LayerNorms', per layer, in this stack
+        return [math.sqrt(max(g**2 - n**2, 0.0)) for g, n in zip(run["grad_norm"], run["norm_grad_norm"])]
+
+    first = sum(run["grad_norm"][0] for run in runs) / stacks
+    last = sum(run["grad_norm"][-1] for run in runs) / stacks
+    return {"ratios": [ratio(run["grad_norm"]) for run in runs],
+            "weights_ratios": [ratio(weights(run)) for run in runs],
+            "ffn_w2_ratios": [ratio(run["ffn_w2_grad_norm"]) for run in runs],
+            "norm_ratios": [ratio(run["norm_grad_norm"]) for run in runs],
+            "ratio_of_means": last / first}
 
 
 def stream_gradient_tracking(profile: dict) -> dict:

@@ -11,7 +11,8 @@
       python -m encoder_course.measure.timing --out encoder_course/data/gpu_results.json
 
   Every row holds the median time, the peak memory (``torch.cuda.max_memory_allocated``) and the
-  achieved TFLOP/s (``4 B H L^2 d_head`` FLOPs over the median).
+  achieved TFLOP/s (``4 B H L^2 d_head`` FLOPs over the median). The naive and chunked versions keep
+  the half-precision dtype throughout (``keep_dtype=True``), see :func:`attention_sweep`.
 """
 
 from __future__ import annotations
@@ -144,6 +145,9 @@ def attention_sweep(lengths, *, methods=("naive", "sdpa"), d_head: int = 64, n_h
     Methods: ``"naive"`` (:func:`~encoder_course.scaled_dot_product_attention`, which
     materialises the ``(B, H, L, L)`` weights), ``"sdpa"`` (``F.scaled_dot_product_attention``,
     fused kernels where the device has them) and ``"chunked"`` (:func:`chunked_attention`).
+    Naive and chunked run with ``keep_dtype=True``: in float16 or bfloat16 their scores and weights
+    are held in that dtype, as a plain half-precision implementation holds them (so a naive call's
+    peak is twice the score matrix plus the output), not in the float32 the model's own calls use.
     Runs under ``torch.inference_mode()``. Every call is warmed up first; then the timed runs go
     round all (length, method) pairs in turn, ``repeats`` times, so that a slow spell on a busy
     machine is spread over all of them instead of spoiling one point. A naive or chunked run whose
@@ -182,15 +186,15 @@ def attention_sweep(lengths, *, methods=("naive", "sdpa"), d_head: int = 64, n_h
             if max_score_bytes is not None and held > max_score_bytes:
                 row["status"] = "skipped"
                 continue
-            if method == "naive":
+            if method == "naive":  # half precision kept: the scores and weights in the input's dtype
                 def call(q=q, k=k, v=v):
-                    return scaled_dot_product_attention(q, k, v)
+                    return scaled_dot_product_attention(q, k, v, keep_dtype=True)
             elif method == "sdpa":
                 def call(q=q, k=k, v=v):
                     return F.scaled_dot_product_attention(q, k, v)
             else:
                 def call(q=q, k=k, v=v):
-                    return chunked_attention(q, k, v, chunk_size=chunk_size)
+                    return chunked_attention(q, k, v, chunk_size=chunk_size, keep_dtype=True)
             live.append((row, call))
 
     def timed(row, call, n_warmup):

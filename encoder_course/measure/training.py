@@ -146,17 +146,40 @@ def best_without_attention(token_ids: torch.Tensor, labels: torch.Tensor) -> flo
     Shape:
         ``token_ids`` and ``labels`` ``(B, L)``.
     """
+    table = _position_symbol_counts(token_ids, labels)  # (cells, C)
+    return table.max(dim=1).values.sum().item() / table.sum().item()  # the best table: each cell's largest class
+
+
+def _position_symbol_counts(token_ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """How often each class labels each (position, symbol) cell, over the real tokens: ``(L * symbols, C)``."""
     real = labels != IGNORE_INDEX  # (B, L)
     if not real.any():
         raise ValueError("no real (non-padding) tokens in labels")
     positions = torch.arange(token_ids.shape[1]).expand_as(token_ids)  # (B, L)
     n_classes = int(labels[real].max()) + 1
     n_symbols = int(token_ids.max()) + 1
-    # One cell per (position, symbol, class); the best table picks the largest class per cell.
-    cell = (positions[real] * n_symbols + token_ids[real]) * n_classes + labels[real]
-    table = cell.bincount(minlength=token_ids.shape[1] * n_symbols * n_classes)
-    best = table.view(-1, n_classes).max(dim=1).values.sum()
-    return best.item() / real.sum().item()
+    cell = (positions[real] * n_symbols + token_ids[real]) * n_classes + labels[real]  # (N,)
+    return cell.bincount(minlength=token_ids.shape[1] * n_symbols * n_classes).view(-1, n_classes)
+
+
+def loss_without_attention(token_ids: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
+    """The lowest mean cross-entropy (nats per real token) two models without attention can reach.
+
+    ``"class_frequencies"``: a model that always answers the class frequencies (the entropy of the
+    labels). ``"per_token"``: the best table from (position, symbol) to class probabilities, the loss
+    counterpart of :func:`best_without_attention` (fitted and scored on these data, so optimistic).
+    A training loss below ``"per_token"`` means the model uses the other tokens of its sequence.
+
+    Shape:
+        ``token_ids`` and ``labels`` ``(B, L)``.
+    """
+    table = _position_symbol_counts(token_ids, labels).double()  # (cells, C): counts
+
+    def entropy(counts: torch.Tensor) -> float:  # counts (rows, C) -> mean -log p of the row's own class
+        p = counts / counts.sum(-1, keepdim=True).clamp(min=1)
+        return -(counts * p.clamp(min=1e-300).log()).sum().item() / counts.sum().item()
+
+    return {"class_frequencies": entropy(table.sum(0, keepdim=True)), "per_token": entropy(table)}
 
 
 # ---------------------------------------------------------------------------------- the model

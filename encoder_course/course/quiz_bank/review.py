@@ -1,4 +1,4 @@
-"""Notebook 12 (review): ten questions, one per section, each a short calculation or a few lines of code to read."""
+"""Notebook 13 (review): ten questions, one per section, each a short calculation or a few lines of code to read."""
 
 from ..quiz import Question
 
