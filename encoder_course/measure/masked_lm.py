@@ -12,6 +12,7 @@ WordPiece tokenizer. A small model has no use for 30,522 word pieces when the co
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections import Counter
@@ -23,6 +24,7 @@ from torch import nn
 
 from .._validate import require_positive_int, require_positive_number, require_probability
 from ..encoder import Encoder, EncoderConfig
+from .timing import cpu_threads
 from .training import masked_token_loss
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0 to 4 of every Vocabulary
@@ -213,46 +215,40 @@ def pretrain(model: MaskedLM, sequences: list[list[int]], vocab: Vocabulary, *, 
     require_positive_number("lr", lr)
     if threads is not None:
         require_positive_int("threads", threads)
-        before = torch.get_num_threads()
-        torch.set_num_threads(threads)
-        try:
-            return pretrain(model, sequences, vocab, steps=steps, seconds=seconds, batch_size=batch_size, lr=lr,
-                            warmup_steps=warmup_steps, seed=seed, mask_fn=mask_fn, loss_fn=loss_fn,
-                            callback=callback, threads=None)
-        finally:
-            torch.set_num_threads(before)
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     result, start, batches, empty = PretrainResult(), time.perf_counter(), [], 0
-    model.train()
-    step = 0
-    while step < steps:
-        if not batches:
-            batches = length_batches(sequences, batch_size, generator)
-        ids = pad_batch([sequences[i] for i in batches.pop()], vocab.pad_id)  # (B, L)
-        real = ids != vocab.pad_id  # (B, L)
-        inputs, chosen = mask_fn(ids, maskable_positions(ids, vocab), vocab.mask_id, len(vocab), generator)
-        if not chosen.any():  # nothing to predict in this batch: draw another (a step needs a loss)
-            empty += 1
-            if empty > 100:
-                raise ValueError("100 batches in a row had no token chosen: does the text have ordinary word pieces?")
-            continue
-        empty = 0
-        logits = model(inputs, real, chosen)  # (N, V)
-        loss = loss_fn(logits[None], ids[chosen][None], torch.ones(1, logits.shape[0], dtype=torch.bool))
-        scale = min(1.0, (step + 1) / max(warmup_steps, 1)) * max(0.0, 1 - step / steps)
-        for group in optimizer.param_groups:
-            group["lr"] = lr * scale
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        result.loss.append(float(loss.detach()))
-        step += 1
-        if callback is not None:
-            callback(step, steps, result.loss[-1])
-        if seconds is not None and time.perf_counter() - start > seconds:
-            break
+    with cpu_threads(threads) if threads is not None else contextlib.nullcontext():
+        model.train()
+        step = 0
+        while step < steps:
+            if not batches:
+                batches = length_batches(sequences, batch_size, generator)
+            ids = pad_batch([sequences[i] for i in batches.pop()], vocab.pad_id)  # (B, L)
+            real = ids != vocab.pad_id  # (B, L)
+            inputs, chosen = mask_fn(ids, maskable_positions(ids, vocab), vocab.mask_id, len(vocab), generator)
+            if not chosen.any():  # nothing to predict in this batch: draw another (a step needs a loss)
+                empty += 1
+                if empty > 100:
+                    raise ValueError("100 batches in a row had no token chosen: "
+                                     "does the text have ordinary word pieces?")
+                continue
+            empty = 0
+            logits = model(inputs, real, chosen)  # (N, V)
+            loss = loss_fn(logits[None], ids[chosen][None], torch.ones(1, logits.shape[0], dtype=torch.bool))
+            scale = min(1.0, (step + 1) / max(warmup_steps, 1)) * max(0.0, 1 - step / steps)
+            for group in optimizer.param_groups:
+                group["lr"] = lr * scale
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            result.loss.append(float(loss.detach()))
+            step += 1
+            if callback is not None:
+                callback(step, steps, result.loss[-1])
+            if seconds is not None and time.perf_counter() - start > seconds:
+                break
     result.seconds = time.perf_counter() - start
     model.eval()
     return result

@@ -272,7 +272,7 @@ def fresh_memory_bytes(fn, *args, repeats: int = 3, **kwargs) -> int | None:
 
 
 @contextlib.contextmanager
-def _cpu_threads(n: int):
+def cpu_threads(n: int):
     """Run the block with ``n`` CPU threads, then restore the caller's setting."""
     before = torch.get_num_threads()
     torch.set_num_threads(n)
@@ -301,7 +301,7 @@ def allocation_sweep(lengths, *, n_heads: int = 2, d_head: int = 64, repeats: in
     require_positive_int("threads", threads)
     gen = torch.Generator().manual_seed(seed)
     rows, calls = [], []
-    with _cpu_threads(threads), torch.inference_mode():
+    with cpu_threads(threads), torch.inference_mode():
         for length in lengths:
             require_positive_int("length", length)
             q, k, v = (torch.randn(1, n_heads, length, d_head, generator=gen) for _ in range(3))  # (B, H, L, d_head)
