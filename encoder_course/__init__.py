@@ -20,17 +20,19 @@ __version__ = "0.2.0"
 
 #: Each public name and the module that defines it, in course order.
 _SOURCES = {
-    "LearnedPositions": "positions", "SinusoidalPositions": "positions", "rotate_pairs": "positions",
-    "sinusoidal_positions": "positions",
+    "LearnedPositions": "positions", "SinusoidalPositions": "positions", "apply_rotary": "positions",
+    "rotate_pairs": "positions", "sinusoidal_positions": "positions",
     "fused_attention": "attention", "scaled_dot_product_attention": "attention",
-    "causal_mask": "masks", "padding_mask": "masks",
+    "causal_mask": "masks", "padding_mask": "masks", "sliding_window_mask": "masks",
     "MultiHeadAttention": "multi_head", "merge_heads": "multi_head", "split_heads": "multi_head",
     "LayerNorm": "layer_norm",
     "FeedForward": "feed_forward",
     "EncoderBlock": "block",
     "Embeddings": "encoder", "Encoder": "encoder", "EncoderConfig": "encoder", "EncoderParts": "encoder",
+    "Packed": "unpadding", "pack": "unpadding", "unpack": "unpadding",
     "mean_pool": "pooling",
     "chunked_attention": "blockwise", "online_softmax_attention": "blockwise",
+    "sliding_window_attention": "blockwise",
     "count_parameters": "measure.counting",
 }
 

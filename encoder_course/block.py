@@ -24,17 +24,35 @@ from .attention import scaled_dot_product_attention
 from .feed_forward import FeedForward
 from .layer_norm import LayerNorm
 from .multi_head import MultiHeadAttention, eval_mode
+from .positions import apply_rotary
+from .unpadding import Packed
 
 
-def build_part(cls, course_cls: type, *args, course_kwargs: dict, **kwargs):
+def build_part(cls, course_cls: type, *args, course_kwargs: dict, bias: bool = True, **kwargs):
     """``cls(*args, **kwargs)``: a part built with the contract's arguments, as a learner's class takes them.
 
     When ``cls`` is the course's own class (``course_cls`` or a subclass), it gets ``course_kwargs`` too
-    (its dropout, implementation and parts), which a learner's class does not take.
+    (its dropout, implementation and parts) and ``bias``, which a learner's class does not take: a learner's
+    part built with ``bias=False`` has its biases taken out afterwards (:func:`without_biases`).
     """
     if isinstance(cls, type) and issubclass(cls, course_cls):
-        kwargs.update(course_kwargs)
-    return cls(*args, **kwargs)
+        return cls(*args, **kwargs, **course_kwargs, **({} if bias else {"bias": False}))
+    module = cls(*args, **kwargs)
+    return module if bias else without_biases(module)
+
+
+def without_biases(module: nn.Module) -> nn.Module:
+    """``module`` with every parameter named ``bias`` taken out: a ``nn.Linear``'s becomes None, any other
+    becomes a constant zero (a buffer), so a forward that adds it still runs and adds nothing."""
+    for sub in module.modules():
+        if isinstance(sub.__dict__.get("_parameters", {}).get("bias"), nn.Parameter):
+            zeros = torch.zeros_like(sub.bias.detach())
+            del sub._parameters["bias"]
+            if isinstance(sub, nn.Linear):
+                sub.register_parameter("bias", None)
+            else:
+                sub.register_buffer("bias", zeros, persistent=False)
+    return module
 
 
 class EncoderBlock(nn.Module):
@@ -53,11 +71,14 @@ class EncoderBlock(nn.Module):
             ``"eager"``, step by step.
         parts: the classes to build the sublayers from (an :class:`~encoder_course.encoder.EncoderParts`:
             its ``multi_head_attention``, ``feed_forward``, ``layer_norm`` and, for the course's attention,
-            ``scaled_dot_product_attention``); None for the course's own.
+            ``scaled_dot_product_attention`` and ``apply_rotary``); None for the course's own.
+        bias: False for sublayers without biases (ModernBERT).
+        rotary: True to rotate queries and keys by position (rotary positions) in the course's attention.
 
     Shape:
         ``x`` ``(B, L, d_model)``, ``mask`` bool broadcastable to ``(B, H, L, L)``, True = may
-        attend; returns ``(B, L, d_model)``.
+        attend; returns ``(B, L, d_model)``. A packed sequence is ``x`` ``(1, T, d_model)`` with a
+        :class:`~encoder_course.unpadding.Packed` as its mask.
     """
 
     def __init__(
@@ -71,25 +92,35 @@ class EncoderBlock(nn.Module):
         eps: float = 1e-5,
         implementation: str = "fused",
         parts=None,
+        bias: bool = True,
+        rotary: bool = False,
     ):
         super().__init__()
         require_probability("dropout", dropout)
         require_implementation(implementation)
         # getattr with a default: with no parts given, the course's own classes.
         attention = getattr(parts, "scaled_dot_product_attention", scaled_dot_product_attention)
+        rotate = getattr(parts, "apply_rotary", apply_rotary) if rotary else None
         self.norm_first = bool(norm_first)
-        self.attn = build_part(getattr(parts, "multi_head_attention", MultiHeadAttention), MultiHeadAttention,
-                               d_model, n_heads,
-                               course_kwargs=dict(dropout=dropout, implementation=implementation, attention=attention))
+        attn_class = getattr(parts, "multi_head_attention", MultiHeadAttention)
+        if rotate is not None and not (isinstance(attn_class, type) and issubclass(attn_class, MultiHeadAttention)):
+            raise ValueError("rotary positions turn queries and keys inside the course's MultiHeadAttention; a "
+                             f"multi_head_attention of your own ({getattr(attn_class, '__name__', attn_class)}) "
+                             "takes no rotary function: build this config from the course's class")
+        self.attn = build_part(attn_class, MultiHeadAttention, d_model, n_heads, bias=bias,
+                               course_kwargs=dict(dropout=dropout, implementation=implementation, attention=attention,
+                                                  rotary=rotate))
         self.ffn = build_part(getattr(parts, "feed_forward", FeedForward), FeedForward, d_model, d_ff,
-                              activation=activation, course_kwargs=dict(dropout=dropout))
+                              activation=activation, bias=bias, course_kwargs=dict(dropout=dropout))
         norm = getattr(parts, "layer_norm", LayerNorm)
-        self.norm1 = build_part(norm, LayerNorm, d_model, eps=eps, course_kwargs=dict(implementation=implementation))
-        self.norm2 = build_part(norm, LayerNorm, d_model, eps=eps, course_kwargs=dict(implementation=implementation))
+        self.norm1 = build_part(norm, LayerNorm, d_model, eps=eps, bias=bias,
+                                course_kwargs=dict(implementation=implementation))
+        self.norm2 = build_part(norm, LayerNorm, d_model, eps=eps, bias=bias,
+                                course_kwargs=dict(implementation=implementation))
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | Packed | None = None) -> torch.Tensor:
         """Run the layer: attention, then the feed-forward network, each with its residual and norm."""
         return self.forward_with_weights(x, mask, need_weights=False)[0]  # (B, L, d_model)
 
@@ -121,4 +152,6 @@ class EncoderBlock(nn.Module):
         any attention module with the contract's ``forward(x, mask)`` answers (a learner's too)."""
         if need_weights:
             return self.attn.forward_with_weights(h, mask)
+        if isinstance(mask, Packed) and not isinstance(self.attn, MultiHeadAttention):
+            mask = mask.dense_mask()  # an attention that takes masks only: the packed sequence's whole mask
         return self.attn(h, mask), None

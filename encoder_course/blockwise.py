@@ -11,6 +11,8 @@ Two ways to cut the ``(L_q, L_k)`` scores into pieces, both exact:
   both sums are rescaled by ``exp(m_old - m_new)``.
 
 Neither saves arithmetic (every query still meets every key); they save memory.
+:func:`sliding_window_attention` does save arithmetic, because it computes local attention (notebook 13): a
+query meets only the keys of its window.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
 from ._validate import check_mask, require_positive_int, require_qkv, scores_shape
 from .attention import scaled_dot_product_attention
@@ -91,3 +94,42 @@ def online_softmax_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         acc = acc * rescale + p @ v[..., keys, :]  # (..., L_q, d_v)
         m = m_new
     return acc / s.clamp(min=torch.finfo(s.dtype).tiny) * (s > 0)  # (..., L_q, d_v)
+
+
+def sliding_window_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int,
+                             key_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Local attention that scores only the band: each query meets the keys within ``window // 2`` on either side.
+
+    The same output as full attention with ``sliding_window_mask(L, window)`` (and the key mask), but the queries
+    go in blocks of ``h = window // 2`` and each block scores only the ``3h`` keys around it: about ``1.5 * window``
+    scores per query instead of ``L``. Masking the full score matrix gives the same numbers and saves nothing.
+
+    Args:
+        q, k, v: as :func:`~encoder_course.scaled_dot_product_attention` (self-attention: one length ``L``).
+        window: the window (:func:`~encoder_course.sliding_window_mask`'s convention).
+        key_mask: optional bool, True at real keys, ``(..., L)`` with the leading dimensions of ``q`` or
+            broadcastable to them (a padding mask ``(B, 1, 1, L)`` goes in as ``mask[:, :, 0]``, ``(B, 1, L)``).
+
+    Shape:
+        q, k ``(..., L, d_k)``, v ``(..., L, d_v)``; returns ``(..., L, d_v)``.
+    """
+    require_qkv(q, k, v)
+    require_positive_int("window", window)
+    length, half = q.shape[-2], window // 2
+    h = max(half, 1)  # queries per block
+    blocks = math.ceil(length / h)
+    tail = blocks * h - length  # padding that completes the last block
+    q_blocks = F.pad(q, (0, 0, 0, tail)).unflatten(-2, (blocks, h))  # (..., n, h, d_k)
+    k_near = F.pad(k, (0, 0, h, tail + h)).unfold(-2, 3 * h, h)  # (..., n, d_k, 3h): block b's keys start at b*h - h
+    v_near = F.pad(v, (0, 0, h, tail + h)).unfold(-2, 3 * h, h)  # (..., n, d_v, 3h)
+    scores = q_blocks @ k_near / math.sqrt(q.shape[-1])  # (..., n, h, 3h)
+    query = torch.arange(blocks, device=q.device)[:, None, None] * h + torch.arange(h, device=q.device)[:, None]
+    key = torch.arange(blocks, device=q.device)[:, None, None] * h - h + torch.arange(3 * h, device=q.device)
+    allowed = ((key - query).abs() <= half) & (key >= 0) & (key < length)  # (n, h, 3h)
+    if key_mask is not None:
+        near = F.pad(key_mask, (h, tail + h), value=False).unfold(-1, 3 * h, h)  # (..., n, 3h)
+        allowed = allowed & near[..., :, None, :]  # (..., n, h, 3h)
+    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)  # (..., n, h, 3h)
+    weights = weights.nan_to_num(0.0)  # a query with no real key in its window: zero weights, as elsewhere
+    out = weights @ v_near.transpose(-2, -1)  # (..., n, h, d_v)
+    return out.flatten(-3, -2)[..., :length, :]  # (..., L, d_v)

@@ -35,10 +35,12 @@ from .attention import scaled_dot_product_attention
 from .block import EncoderBlock, build_part
 from .feed_forward import ACTIVATIONS, FeedForward
 from .layer_norm import LayerNorm
+from .masks import sliding_window_mask
 from .multi_head import MultiHeadAttention, eval_mode
-from .positions import LearnedPositions, SinusoidalPositions, sinusoidal_positions
+from .positions import LearnedPositions, SinusoidalPositions, apply_rotary, sinusoidal_positions
+from .unpadding import Packed, pack, real_tokens, unpack
 
-POSITION_KINDS = ("sinusoidal", "learned")
+POSITION_KINDS = ("sinusoidal", "learned", "rotary")
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,9 @@ class EncoderConfig:
         n_layers: number of encoder blocks.
         dropout: dropout probability (training only).
         norm_first: False for post-LN (2017, BERT), True for pre-LN (adds a final LayerNorm).
-        activation: ``"relu"``, ``"gelu"`` or ``"swiglu"``.
-        positions: ``"sinusoidal"`` (fixed) or ``"learned"``.
+        activation: ``"relu"``, ``"gelu"``, ``"swiglu"`` or ``"geglu"`` (ModernBERT's).
+        positions: ``"sinusoidal"`` (fixed) or ``"learned"``, added to the token embeddings, or ``"rotary"``:
+            queries and keys turned by position in every attention layer, nothing added to the embeddings.
         type_vocab_size: number of token types (segments), 0 for none.
         embedding_norm: LayerNorm after summing the embeddings (BERT).
         scale_embeddings: multiply token embeddings by sqrt(d_model) (2017 paper, section 3.4).
@@ -63,6 +66,13 @@ class EncoderConfig:
         pad_id: id of the padding token.
         implementation: ``"fused"``, attention and LayerNorm through PyTorch's fused kernels, or
             ``"eager"``, the course's step-by-step code (the same numbers; the weights materialised).
+        bias: False for no biases in the blocks' linear maps and in every LayerNorm (ModernBERT).
+        window: 0 for global attention in every layer; otherwise local layers attend ``window // 2``
+            positions on either side (:func:`~encoder_course.masks.sliding_window_mask`).
+        global_every: with a window, layers ``0, global_every, 2 * global_every, ...`` stay global and the
+            others are local (ModernBERT: every third layer global). 1: every layer global.
+        unpad: True to run the layers on the real tokens only, packed into one sequence
+            (:mod:`~encoder_course.unpadding`): the same outputs at the real tokens, zeros at the padding.
     """
 
     vocab_size: int = 1000
@@ -81,12 +91,17 @@ class EncoderConfig:
     eps: float = 1e-5
     pad_id: int = 0
     implementation: str = "fused"
+    bias: bool = True
+    window: int = 0
+    global_every: int = 1
+    unpad: bool = False
 
     def __post_init__(self):
-        for name in ("vocab_size", "max_len", "d_model", "n_heads", "d_ff", "n_layers"):
+        for name in ("vocab_size", "max_len", "d_model", "n_heads", "d_ff", "n_layers", "global_every"):
             require_positive_int(name, getattr(self, name))
-        for name in ("norm_first", "embedding_norm", "scale_embeddings"):
+        for name in ("norm_first", "embedding_norm", "scale_embeddings", "bias", "unpad"):
             require_bool(name, getattr(self, name))
+        require_non_negative_int("window", self.window)
         require_divisible(self.d_model, self.n_heads)
         require_probability("dropout", self.dropout)
         require_positive_number("eps", self.eps)
@@ -94,6 +109,8 @@ class EncoderConfig:
         require_choice("positions", self.positions, POSITION_KINDS)
         if self.positions == "sinusoidal":
             require_even("d_model", self.d_model, "sinusoidal positions")
+        if self.positions == "rotary":
+            require_even("d_model // n_heads", self.d_model // self.n_heads, "rotary pairs in every head")
         require_non_negative_int("type_vocab_size", self.type_vocab_size)
         require_token_id("pad_id", self.pad_id, self.vocab_size)
         require_implementation(self.implementation)
@@ -120,6 +137,19 @@ class EncoderConfig:
     def minilm_l6(cls) -> "EncoderConfig":
         """all-MiniLM-L6-v2: BERT's design with 6 layers, 384 wide, 12 heads, 1536 FFN."""
         return cls.bert_base().replace(d_model=384, n_heads=12, d_ff=1536, n_layers=6)
+
+    @classmethod
+    def modernbert_base(cls) -> "EncoderConfig":
+        """ModernBERT-base's encoder (Warner et al., 2024): 22 pre-LN layers, 768 wide, 12 heads, GeGLU of 1152,
+        rotary positions, no biases, a window of 128 with every third layer global, unpadded."""
+        return cls(vocab_size=50368, max_len=8192, d_model=768, n_heads=12, d_ff=1152, n_layers=22,
+                   dropout=0.0, norm_first=True, activation="geglu", positions="rotary", type_vocab_size=0,
+                   embedding_norm=True, scale_embeddings=False, eps=1e-5, pad_id=50283, bias=False, window=128,
+                   global_every=3, unpad=True)
+
+    def is_local(self, layer: int) -> bool:
+        """Whether layer ``layer`` (counted from 0) attends within a window."""
+        return self.window > 0 and layer % self.global_every != 0
 
     def as_dict(self) -> dict:
         """The fields as a plain dict."""
@@ -152,11 +182,13 @@ class Embeddings(nn.Module):
             nn.init.normal_(self.token.weight, std=config.d_model ** -0.5)
         if config.positions == "learned":
             self.position = LearnedPositions(config.max_len, config.d_model)
-        else:
+        elif config.positions == "sinusoidal":
             self.position = SinusoidalPositions(config.max_len, config.d_model, make_table=parts.sinusoidal_positions)
+        else:  # rotary: positions act inside attention, nothing is added here
+            self.position = None
         self.token_type = (nn.Embedding(config.type_vocab_size, config.d_model)
                            if config.type_vocab_size else None)
-        self.norm = (build_part(parts.layer_norm, LayerNorm, config.d_model, eps=config.eps,
+        self.norm = (build_part(parts.layer_norm, LayerNorm, config.d_model, eps=config.eps, bias=config.bias,
                                 course_kwargs=dict(implementation=config.implementation))
                      if config.embedding_norm else None)
         self.dropout = nn.Dropout(config.dropout)
@@ -169,7 +201,8 @@ class Embeddings(nn.Module):
         x = self.token(token_ids.long())  # (B, L, d_model)
         if cfg.scale_embeddings:  # section 3.4 of the 2017 paper
             x = x * math.sqrt(cfg.d_model)
-        x = self.position(x)  # (B, L, d_model)
+        if self.position is not None:
+            x = self.position(x)  # (B, L, d_model)
         if self.token_type is not None:
             x = x + self.token_type(self._token_types(token_type_ids, token_ids))  # (B, L, d_model)
         if self.norm is not None:
@@ -200,7 +233,9 @@ class EncoderParts:
     * ``multi_head_attention(d_model, n_heads)``, ``layer_norm(d_model, eps=...)``,
       ``feed_forward(d_model, d_ff, activation=...)``;
     * ``encoder_block(d_model, n_heads, d_ff, dropout=..., norm_first=..., activation=..., eps=...)``;
-    * ``embeddings(config)``.
+    * ``embeddings(config)``;
+    * ``apply_rotary(x, positions)`` -> ``x`` turned by position (rotary positions, in the course's attention);
+    * ``sliding_window_mask(length, window)`` -> the ``(L, L)`` mask of local layers.
     """
 
     sinusoidal_positions: object = sinusoidal_positions  # a function
@@ -210,6 +245,8 @@ class EncoderParts:
     feed_forward: type[nn.Module] = FeedForward
     encoder_block: type[nn.Module] = EncoderBlock
     embeddings: type[nn.Module] = Embeddings
+    apply_rotary: object = apply_rotary  # a function
+    sliding_window_mask: object = sliding_window_mask  # a function
 
     def __post_init__(self):
         for f in fields(self):
@@ -234,28 +271,69 @@ class Encoder(nn.Module):
         require_instance("config", config, EncoderConfig)
         parts = EncoderParts() if parts is None else parts
         require_instance("parts", parts, EncoderParts)
-        self.config = config
+        self.config, self.window_mask = config, parts.sliding_window_mask
         self.embeddings = build_part(parts.embeddings, Embeddings, config, course_kwargs=dict(parts=parts))
         # Separate blocks, separate weights (ALBERT would share one block across layers).
         self.layers = nn.ModuleList(
             build_part(parts.encoder_block, EncoderBlock, config.d_model, config.n_heads, config.d_ff,
                        dropout=config.dropout, norm_first=config.norm_first, activation=config.activation,
-                       eps=config.eps, course_kwargs=dict(implementation=config.implementation, parts=parts))
+                       eps=config.eps, bias=config.bias,
+                       course_kwargs=dict(implementation=config.implementation, parts=parts,
+                                          rotary=config.positions == "rotary"))
             for _ in range(config.n_layers)
         )
         # Pre-LN leaves the residual stream un-normalised: normalise once at the end.
-        self.final_norm = (build_part(parts.layer_norm, LayerNorm, config.d_model, eps=config.eps,
+        self.final_norm = (build_part(parts.layer_norm, LayerNorm, config.d_model, eps=config.eps, bias=config.bias,
                                       course_kwargs=dict(implementation=config.implementation))
                            if config.norm_first else None)
 
     def forward(self, token_ids: torch.Tensor, mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """Encode ``token_ids``: embeddings, every layer in turn, and the final norm of pre-LN."""
+        """Encode ``token_ids``: embeddings, every layer in turn, and the final norm of pre-LN.
+
+        With ``config.unpad`` the layers run on the real tokens only (the same outputs there; zeros at the
+        padding): ``mask`` must then be a padding mask, ``(B, L)`` or ``(B, 1, 1, L)``, or None.
+        """
+        if self.config.unpad:
+            return self._forward_unpadded(token_ids, mask, token_type_ids)  # (B, L, d_model)
         return self.forward_with_weights(token_ids, mask, token_type_ids, need_weights=False)[0]  # (B, L, d_model)
+
+    def layer_masks(self, mask: torch.Tensor | None, length: int) -> list:
+        """Each layer's mask: ``mask`` for a global layer; for a local one, ``mask`` and the window."""
+        if not self.config.window:
+            return [mask] * len(self.layers)
+        device = mask.device if mask is not None else self.embeddings.token.weight.device
+        local = self.window_mask(length, self.config.window).to(device)[None, None]  # (1, 1, L, L)
+        if mask is not None:
+            # A padding query far from every real token would have no key left in its window: let it see itself,
+            # so no row is empty (an attention that fills with -inf would give NaN there, and 0 x NaN = NaN
+            # would reach the real tokens through the values). A real token's own key is allowed already.
+            itself = torch.eye(length, dtype=torch.bool, device=device)
+            local = (mask & local) | itself  # (B, 1 or H, L, L)
+        return [local if self.config.is_local(i) else mask for i in range(len(self.layers))]
+
+    def _forward_unpadded(self, token_ids, mask, token_type_ids) -> torch.Tensor:
+        """The layers on the real tokens only, packed into one sequence ``(1, T, d_model)``."""
+        batch, length = token_ids.shape
+        x = self.embeddings(token_ids, token_type_ids)  # (B, L, d_model): cheap, a lookup per token
+        encoder_mask(mask, batch, self.config.n_heads, length)  # checked as on the padded path
+        packed = Packed.from_mask(real_tokens(mask, batch, length).to(x.device))
+        local = (packed.with_window(self.window_mask(length, self.config.window).to(x.device))
+                 if self.config.window else packed)
+        h = pack(x, packed)  # (1, T, d_model)
+        for i, layer in enumerate(self.layers):
+            layer_mask = local if self.config.is_local(i) else packed
+            if not isinstance(layer, EncoderBlock):  # a block that takes masks only: the packed sequence's mask
+                layer_mask = layer_mask.dense_mask()  # (1, 1, T, T)
+            h = layer(h, layer_mask)  # (1, T, d_model)
+        h = h if self.final_norm is None else self.final_norm(h)
+        return unpack(h, packed)  # (B, L, d_model)
 
     def forward_with_weights(self, token_ids: torch.Tensor, mask: torch.Tensor | None = None,
                              token_type_ids: torch.Tensor | None = None, need_weights: bool = True):
         """The encoder's output and every layer's attention weights, from one pass.
+
+        This is the padded path, with ``config.unpad`` too (its packed attention has no ``(B, H, L, L)`` maps).
 
         Returns:
             ``(out, maps)``: ``out`` ``(B, L, d_model)``; ``maps`` a list of ``(B, H, L, L)``, layer 1 first,
@@ -265,12 +343,12 @@ class Encoder(nn.Module):
         x = self.embeddings(token_ids, token_type_ids)  # (B, L, d_model)
         mask = encoder_mask(mask, token_ids.shape[0], self.config.n_heads, token_ids.shape[1])
         maps = []
-        for layer in self.layers:
+        for layer, layer_mask in zip(self.layers, self.layer_masks(mask, token_ids.shape[1])):
             if need_weights:
-                x, weights = layer.forward_with_weights(x, mask)  # (B, L, d_model), (B, H, L, L)
+                x, weights = layer.forward_with_weights(x, layer_mask)  # (B, L, d_model), (B, H, L, L)
                 maps.append(weights)
             else:
-                x = layer(x, mask)  # (B, L, d_model); any block with the contract's forward (a learner's too)
+                x = layer(x, layer_mask)  # (B, L, d_model); any block with the contract's forward (a learner's too)
         x = x if self.final_norm is None else self.final_norm(x)
         return x, (maps if need_weights else None)
 

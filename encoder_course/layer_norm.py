@@ -30,19 +30,20 @@ class LayerNorm(nn.Module):
         eps: added to the variance for numerical safety (torch's default 1e-5; BERT uses 1e-12).
         implementation: ``"fused"``, the same formula through PyTorch's fused kernel (``F.layer_norm``),
             or ``"eager"``, step by step. The step-by-step code is the definition; the tests check both agree.
+        bias: False for no ``beta`` (ModernBERT's norms have none), as ``nn.LayerNorm(bias=False)``.
 
     Shape:
         input ``(..., d_model)``; output the same.
     """
 
-    def __init__(self, d_model: int, eps: float = 1e-5, implementation: str = "fused"):
+    def __init__(self, d_model: int, eps: float = 1e-5, implementation: str = "fused", bias: bool = True):
         super().__init__()
         require_positive_int("d_model", d_model)
         require_positive_number("eps", eps)
         require_implementation(implementation)
         self.d_model, self.eps, self.implementation = d_model, eps, implementation
         self.weight = nn.Parameter(torch.ones(d_model))  # gamma
-        self.bias = nn.Parameter(torch.zeros(d_model))  # beta
+        self.bias = nn.Parameter(torch.zeros(d_model)) if bias else None  # beta
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         require_last_dim("x", x, self.d_model)
@@ -55,7 +56,9 @@ class LayerNorm(nn.Module):
         mean = h.mean(dim=-1, keepdim=True)  # (..., 1)
         var = h.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1), biased: divide by d_model
         x_hat = (h - mean) * torch.rsqrt(var + self.eps)  # (..., d_model)
-        y = x_hat * self.weight + self.bias  # (..., d_model)
+        y = x_hat * self.weight  # (..., d_model)
+        if self.bias is not None:
+            y = y + self.bias
         return y.to(x.dtype) if x.dtype in HALF_DTYPES else y  # half in, half out, as nn.LayerNorm
 
     def extra_repr(self) -> str:

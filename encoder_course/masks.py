@@ -35,3 +35,19 @@ def causal_mask(length: int, device=None) -> torch.Tensor:
     """
     require_positive_int("length", length)
     return torch.ones(length, length, dtype=torch.bool, device=device).tril()  # (L, L)
+
+
+def sliding_window_mask(length: int, window: int, device=None) -> torch.Tensor:
+    """Mask of local attention: each position sees the ``window // 2`` positions on either side, and itself.
+
+    ModernBERT's convention: a window of 128 lets a token attend 64 tokens back and 64 ahead. A window as
+    long as the sequence (or longer) lets every position see every other one.
+
+    Shape:
+        returns bool ``(L, L)``, True where ``|i - j| <= window // 2``.
+    """
+    require_positive_int("length", length)
+    require_positive_int("window", window)
+    positions = torch.arange(length, device=device)  # (L,)
+    offset = positions[:, None] - positions[None, :]  # (L, L): query minus key
+    return offset.abs() <= window // 2  # (L, L)

@@ -20,6 +20,7 @@ from ._validate import (
     require_width,
 )
 from .attention import fused_attention, scaled_dot_product_attention
+from .unpadding import Packed, packed_attention
 
 
 class eval_mode:  # a context manager, lower-case like torch.no_grad
@@ -71,29 +72,55 @@ class MultiHeadAttention(nn.Module):
             ``attention`` (which materialises the weights).
         attention: the step-by-step attention, ``attention(q, k, v, mask) -> (out, weights)``
             (:func:`scaled_dot_product_attention`, or a learner's own from notebook 02).
+        bias: False for projections without biases (ModernBERT).
+        rotary: None, or the function that rotates queries and keys by position,
+            ``rotary(x, positions) -> x`` (:func:`~encoder_course.positions.apply_rotary`, or a learner's own
+            from notebook 13), applied after the heads are split.
 
     Shape:
         ``x`` ``(B, L, d_model)``, ``mask`` bool broadcastable to ``(B, H, L, L)`` (True = may
-        attend, e.g. :func:`padding_mask`'s ``(B, 1, 1, L)``); returns ``(B, L, d_model)``.
+        attend, e.g. :func:`padding_mask`'s ``(B, 1, 1, L)``); returns ``(B, L, d_model)``. A packed
+        sequence (:mod:`~encoder_course.unpadding`) is ``x`` ``(1, T, d_model)`` with a
+        :class:`~encoder_course.unpadding.Packed` in place of the mask.
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, implementation: str = "fused",
-                 attention=scaled_dot_product_attention):
+                 attention=scaled_dot_product_attention, bias: bool = True, rotary=None):
         super().__init__()
         require_divisible(d_model, n_heads)
         require_probability("dropout", dropout)
         require_implementation(implementation)
         require_callable("attention", attention)
+        if rotary is not None:
+            require_callable("rotary", rotary)
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
-        self.dropout, self.implementation, self.attention = dropout, implementation, attention
-        self.w_q = nn.Linear(d_model, d_model)
-        self.w_k = nn.Linear(d_model, d_model)
-        self.w_v = nn.Linear(d_model, d_model)
-        self.w_o = nn.Linear(d_model, d_model)
+        self.dropout, self.implementation, self.attention, self.rotary = dropout, implementation, attention, rotary
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, d_model, bias=bias)
+        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=bias)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | Packed | None = None) -> torch.Tensor:
         """Attend from every position of ``x`` to every allowed position."""
+        if isinstance(mask, Packed):
+            return self._forward_packed(x, mask)  # (1, T, d_model)
         return self.forward_with_weights(x, mask, need_weights=False)[0]  # (B, L, d_model)
+
+    def _forward_packed(self, x: torch.Tensor, packed: Packed) -> torch.Tensor:
+        """Attention within each sentence of a packed sequence ``(1, T, d_model)``."""
+        require_width("x", x, self.d_model)
+        q, k, v = (split_heads(w(x), self.n_heads) for w in (self.w_q, self.w_k, self.w_v))  # (1, H, T, d_head)
+        if self.rotary is not None:  # each token turned by its position in its own sentence
+            q, k = self.rotary(q, packed.positions), self.rotary(k, packed.positions)
+        p = self.dropout if self.training else 0.0
+
+        def attend(qs, ks, vs, window):  # one sentence: (1, H, n, d_head) each, window None or (n, n)
+            if self.implementation == "fused":
+                return fused_attention(qs, ks, vs, window, dropout_p=p)
+            heads, weights = self.attention(qs, ks, vs, window)
+            return F.dropout(weights, p) @ vs if p > 0.0 else heads
+
+        return self.w_o(merge_heads(packed_attention(q, k, v, packed, attend)))  # (1, T, d_model)
 
     def forward_with_weights(self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = True):
         """The output and the attention weights that made it, from one pass.
@@ -134,4 +161,6 @@ class MultiHeadAttention(nn.Module):
         q = split_heads(self.w_q(x), self.n_heads)  # (B, H, L, d_head)
         k = split_heads(self.w_k(x), self.n_heads)  # (B, H, L, d_head)
         v = split_heads(self.w_v(x), self.n_heads)  # (B, H, L, d_head)
+        if self.rotary is not None:  # rotate queries and keys by position (never the values)
+            q, k = self.rotary(q), self.rotary(k)  # (B, H, L, d_head) each
         return q, k, v

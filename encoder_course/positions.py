@@ -1,4 +1,4 @@
-"""Position information: sinusoidal tables, learned positions, and a glance at rotary positions.
+"""Position information: sinusoidal tables, learned positions, and rotary positions.
 
 Self-attention alone is permutation-equivariant: shuffle the tokens and the outputs shuffle the
 same way. Adding a position vector to each token embedding makes order visible
@@ -96,19 +96,20 @@ class LearnedPositions(nn.Module):
         return x + self.weight[: x.shape[1]]  # (B, L, d_model)
 
 
-def rotate_pairs(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0) -> torch.Tensor:
+def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0) -> torch.Tensor:
     """Rotary position embedding (RoPE, Su et al. 2021): rotate each feature pair by ``pos * freq``.
 
-    Applied to queries and keys, it makes ``q . k`` depend on the offset between their positions
-    rather than on the absolute positions.
+    Features ``2i`` and ``2i+1`` form a pair, turned by the angle ``pos * base^(-2i/d)``: the frequencies of
+    the sinusoidal table. Applied to queries and keys (never to values), it makes ``q . k`` depend on the
+    offset between their positions rather than on the absolute positions.
 
     Args:
         x: queries or keys, last dimension even.
-        positions: position of each row (defaults to ``0..L-1``).
+        positions: the position of each row, integers ``(L,)`` (defaults to ``0..L-1``).
         base: the frequency base, as in the sinusoidal table.
 
     Shape:
-        ``x`` ``(..., L, d)``; returns the same shape.
+        ``x`` ``(..., L, d)``; returns the same shape and dtype.
     """
     require_rotary_input(x, positions)
     require_positive_number("base", base)
@@ -117,9 +118,12 @@ def rotate_pairs(x: torch.Tensor, positions: torch.Tensor | None = None, base: f
         positions = torch.arange(length, device=x.device)
     inv_freq = base ** (-torch.arange(0, d, 2, device=x.device, dtype=torch.float32) / d)  # (d/2,)
     angles = positions.to(torch.float32).unsqueeze(-1) * inv_freq  # (L, d/2)
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
-    even, odd = x[..., 0::2], x[..., 1::2]  # (..., L, d/2)
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)  # (L, d/2) each
+    even, odd = x[..., 0::2], x[..., 1::2]  # (..., L, d/2) each
     out = torch.empty_like(x)
     out[..., 0::2] = even * cos - odd * sin
     out[..., 1::2] = even * sin + odd * cos
-    return out
+    return out  # (..., L, d)
+
+
+rotate_pairs = apply_rotary  # notebook 01's name for it, from before notebook 13 made it an exercise

@@ -38,7 +38,7 @@ from .course.workspace import (
 )
 
 __all__ = ["ENV_VAR", "PartMissing", "PartStatus", "build_encoder", "encoder_parts", "format_progress", "load_trained",
-           "part", "parts", "progress", "save_trained", "use", "workspace_dir"]
+           "modern_parts", "modern_switches", "part", "parts", "progress", "save_trained", "use", "workspace_dir"]
 
 
 def _judge(key: str, obj):
@@ -118,6 +118,32 @@ def encoder_parts(config=None) -> list[str]:
     return [key for key in _exercises() if key in needed]
 
 
+#: The activations notebook 06's exercise asks for: a feed-forward network of yours takes these (the gated ones,
+#: SwiGLU and GeGLU, are the course's).
+YOUR_ACTIVATIONS = ("relu", "gelu")
+
+
+def modern_switches(config) -> list[str]:
+    """The switches of ``config`` that BERT's design has not (notebook 13): rotary positions, GeGLU, no biases,
+    local attention, unpadding. Your classes of notebooks 04, 07 and 08 are BERT's, so an encoder with any of
+    these is the course's stack built around your functions and position-wise layers (see :func:`build_encoder`)."""
+    return [name for name, on in (("rotary positions", config.positions == "rotary"),
+                                  ("GeGLU", config.activation == "geglu"), ("no biases", not config.bias),
+                                  ("local attention", config.window > 0), ("unpadding", config.unpad)) if on]
+
+
+def modern_parts(config) -> list[str]:
+    """The parts of yours a modern encoder (:func:`modern_switches`) runs, in course order: your attention, your
+    LayerNorm, your feed-forward network (for notebook 06's activations), your positions (sinusoidal table or
+    rotation) and your window mask (with local attention)."""
+    needed = {"scaled_dot_product_attention", "layer_norm"}
+    needed |= {"feed_forward"} if config.activation in YOUR_ACTIVATIONS else set()
+    needed |= {"sinusoidal_positions"} if config.positions == "sinusoidal" else set()
+    needed |= {"apply_rotary"} if config.positions == "rotary" else set()
+    needed |= {"sliding_window_mask"} if config.window else set()
+    return [key for key in _exercises() if key in needed]
+
+
 def _used(key: str, passing: set, wanted: set, built_by_course: bool = True) -> list[str]:
     """The parts that really run when ``key`` is built.
 
@@ -148,6 +174,11 @@ def build_encoder(config, workspace=None, fallback: bool = False) -> nn.Module:
             your parts (:class:`~encoder_course.encoder.EncoderParts`), step by step: no fused kernel stands in
             for your attention.
 
+    A config with a switch of notebook 13 (:func:`modern_switches`: rotary positions, GeGLU, no biases, local
+    attention, unpadding) is built as the course's :class:`~encoder_course.Encoder` around your attention
+    function, LayerNorm, feed-forward network (a gated one, SwiGLU or GeGLU, is the course's), positions and
+    window mask: your classes of notebooks 04, 07 and 08 take none of those switches.
+
     Returns:
         the module, with ``yours``: ``{part key: True if it is yours}`` for every part it runs.
 
@@ -161,6 +192,12 @@ def build_encoder(config, workspace=None, fallback: bool = False) -> nn.Module:
     require_instance("config", config, EncoderConfig)
     folder = workspace_dir(workspace)
     rows = {row.key: row for row in progress(folder)}
+    if modern_switches(config):  # the course's stack, attention and blocks, around your functions and layers
+        got = _get(modern_parts(config), folder, fallback=fallback, quiet=not fallback, rows=rows)
+        model = CourseEncoder(config.replace(implementation="eager"),
+                              EncoderParts(**{key: obj for key, (obj, _) in got.items()}))
+        model.yours = {key: is_yours for key, (_, is_yours) in got.items()}
+        return model
     wanted = encoder_parts(config)
     passing = {key for key in wanted if rows[key].passing}
     keys = wanted if not fallback else [k for k in wanted if k in _used(ENCODER_PART, passing, set(wanted))]

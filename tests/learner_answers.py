@@ -1,4 +1,4 @@
-"""A learner's answers to the exercises of notebooks 01-08, defined as notebook cells define them, for the tests
+"""A learner's answers to the exercises of notebooks 01-08 and 13, defined as notebook cells define them, for the tests
 of the workspace (tests/test_workspace.py) and of the learner's encoder (tests/test_yours.py)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from encoder_course import checks, yours
 
-# A learner's answers, as they would write them in the exercise cells (solutions of notebooks 01-08).
+# A learner's answers, as they would write them in the exercise cells (solutions of notebooks 01-08 and 13).
 ANSWERS = {
     "sinusoidal_positions": '''
         def sinusoidal_positions(seq_len, d_model):
@@ -127,6 +127,24 @@ ANSWERS = {
                 for layer in self.layers:
                     x = layer(x, mask)
                 return x if self.final_norm is None else self.final_norm(x)
+    ''',
+    "apply_rotary": '''
+        def apply_rotary(x, positions=None, base=10000.0):
+            length, d = x.shape[-2], x.shape[-1]
+            if positions is None:
+                positions = torch.arange(length)
+            freq = base ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
+            angle = positions.float()[:, None] * freq
+            cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+            out = x.clone()
+            out[..., 0::2] = x[..., 0::2] * cos - x[..., 1::2] * sin
+            out[..., 1::2] = x[..., 0::2] * sin + x[..., 1::2] * cos
+            return out
+    ''',
+    "sliding_window_mask": '''
+        def sliding_window_mask(length, window, device=None):
+            i = torch.arange(length, device=device)
+            return (i[:, None] - i[None, :]).abs() <= window // 2
     ''',
 }
 PREAMBLE = "import math\nimport torch\nimport torch.nn.functional as F\nfrom torch import nn\n"

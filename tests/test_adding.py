@@ -1,6 +1,6 @@
 """README's "Adding something" checklists, followed to the letter in a copy of the repository.
 
-A toy exercise (``double``, in notebook 13) is added through exactly the places README's checklist names
+A toy exercise (``double``, in notebook 14) is added through exactly the places README's checklist names
 and a toy widget through the widget checklist; then the checklist's commands run, and the copy's own tests
 say the course took them in: the checker exported, its pass line, the registry, the manifest, README's
 course map and catalogue figure, the learner version's stub. Nothing else is edited by hand.
@@ -34,7 +34,7 @@ def double(x: torch.Tensor) -> torch.Tensor:
     return 2 * x
 ''')
 REGISTRY_ENTRY = '''    Exercise(
-        key="double", name="double", notebook="13_review",
+        key="double", name="double", notebook="14_review",
         kind="function", reference="encoder_course.toy.double", part=False,
         shape_hint="Return a tensor of x's shape.",
     ),
@@ -112,7 +112,7 @@ def _follow_the_checklists(repo: Path) -> tuple[set[str], set[str]]:
     (repo / REFERENCE[0]).write_text(REFERENCE[1])
     registry = repo / "encoder_course/checks/registry.py"
     text = registry.read_text()
-    end = text.index("\n)\n", text.index("_DECLARED = ("))  # the entry goes last: notebook 13 is last
+    end = text.index("\n)\n", text.index("_DECLARED = ("))  # the entry goes last: notebook 14 is last
     registry.write_text(text[:end + 1] + REGISTRY_ENTRY + text[end + 1:])
     (repo / CHECKER[0]).write_text(CHECKER[1])
     (repo / CATALOGUE[0]).write_text(CATALOGUE[1])
@@ -164,8 +164,8 @@ def test_a_toy_exercise_and_widget_added_through_readmes_checklist(tmp_path):
     _run(repo, sys.executable, "tests/checks/times.py", "--readme", "--no-timing")
 
     changed = {path for path, data in _tree(repo).items() if before.get(path) != data}
-    assert changed - edited == {"notebooks/13_review.ipynb", "README.md"}, changed - edited  # made, not written
-    learner = nbformat.read(repo / "notebooks/13_review.ipynb", as_version=4)
+    assert changed - edited == {"notebooks/14_review.ipynb", "README.md"}, changed - edited  # made, not written
+    learner = nbformat.read(repo / "notebooks/14_review.ipynb", as_version=4)
     stub = next(c.source for c in learner.cells if c.get("metadata", {}).get("encoder_course", {}).get("exercise")
                 == "double" and c.metadata["encoder_course"]["role"] == "exercise")
     assert "NotImplementedError" in stub and "2 * x" not in stub
@@ -177,7 +177,7 @@ def test_a_toy_exercise_and_widget_added_through_readmes_checklist(tmp_path):
         from encoder_course import checks, widgets, yours
         from encoder_course.course import manifest
         assert checks.check_double.exercise.key == "double" and "check_double" in checks.__all__
-        assert [ex.key for ex in manifest.notebook("13").exercises] == ["double"]
+        assert [ex.key for ex in manifest.notebook("14").exercises] == ["double"]
         assert "double" not in yours._exercises()  # part=False: not saved as a part of the learner's encoder
         assert widgets.toy_view(3) == "xxx" and callable(widgets.explore_toy)
         checks.check_double(lambda x: x * 2)

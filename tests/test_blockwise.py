@@ -141,3 +141,18 @@ def test_online_softmax_errors_and_inputs_unchanged():
         blockwise.online_softmax_attention(q, q, q, block_size=0)
     with pytest.raises(TypeError, match="torch.bool"):
         blockwise.online_softmax_attention(q, q, q, mask=torch.ones(4, 4))
+
+
+@pytest.mark.parametrize("length,window", [(17, 4), (16, 8), (5, 1), (9, 3), (30, 64), (33, 10), (1, 2)])
+def test_sliding_window_attention_equals_masked_full_attention(length, window):
+    torch.manual_seed(length * window)
+    q, k, v = torch.randn(3, 2, length, 8), torch.randn(3, 2, length, 8), torch.randn(3, 2, length, 6)
+    real = torch.ones(3, length, dtype=torch.bool)
+    real[0, (length + 1) // 2:] = False
+    real[2, :] = False  # no real key at all: zeros
+    mask = ec.sliding_window_mask(length, window)[None, None] & real[:, None, None, :]
+    torch.testing.assert_close(ec.sliding_window_attention(q, k, v, window, real[:, None, :]),
+                               ec.scaled_dot_product_attention(q, k, v, mask)[0], atol=1e-6, rtol=0)
+    torch.testing.assert_close(ec.sliding_window_attention(q, k, v, window),
+                               ec.scaled_dot_product_attention(q, k, v, ec.sliding_window_mask(length, window))[0],
+                               atol=1e-6, rtol=0)

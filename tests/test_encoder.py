@@ -104,7 +104,11 @@ def test_config_d_model_not_divisible_by_n_heads():
     ({"n_layers": 0}, ValueError, "n_layers must be a positive int, got 0"),
     ({"dropout": -0.1}, ValueError, r"dropout must be in \[0, 1\), got -0.1"),
     ({"activation": "tanh"}, ValueError, "activation must be one of .*'tanh'"),
-    ({"positions": "rotary"}, ValueError, "positions must be one of"),
+    ({"positions": "alibi"}, ValueError, "positions must be one of"),
+    ({"window": -1}, ValueError, "window"),
+    ({"global_every": 0}, ValueError, "global_every must be a positive int"),
+    ({"bias": 1}, TypeError, "bias must be True or False"),
+    ({"unpad": "yes"}, TypeError, "unpad must be True or False"),
     ({"d_model": 12.0}, TypeError, "d_model must be an int"),
     ({"eps": 0.0}, ValueError, "eps must be a positive finite number"),
     ({"eps": float("inf")}, ValueError, "eps must be a positive finite number"),
@@ -161,3 +165,79 @@ def test_encoder_mask_error_points_to_the_right_form():
     enc = ec.Encoder(_tiny())
     with pytest.raises(ValueError, match=r"\(B, L\) padding mask.*causal_mask\(L\) as mask\[None, None\]"):
         enc(torch.ones(3, 6, dtype=torch.long), ec.causal_mask(6))
+
+
+# ----------------------------------------------------------------------------------------------
+# The switches of a modern encoder (notebook 13)
+
+MODERN = dict(vocab_size=60, max_len=32, d_model=32, n_heads=4, d_ff=48, dropout=0.0, norm_first=True)
+
+
+@pytest.mark.parametrize("switches", [dict(positions="rotary"), dict(activation="geglu"), dict(bias=False),
+                                      dict(window=4, global_every=2, n_layers=3),
+                                      dict(positions="rotary", activation="geglu", bias=False, window=4,
+                                           global_every=3, n_layers=4)])
+def test_each_modern_switch_gives_the_same_numbers_fused_and_eager(switches):
+    config = ec.EncoderConfig(**{**MODERN, **switches})
+    torch.manual_seed(0)
+    fused = ec.Encoder(config).eval()
+    eager = ec.Encoder(config.replace(implementation="eager")).eval()
+    eager.load_state_dict(fused.state_dict())
+    ids = torch.randint(1, 60, (3, 20))
+    ids[0, 12:] = 0
+    real = ids != 0
+    torch.testing.assert_close(fused(ids, real)[real], eager(ids, real)[real], atol=2e-6, rtol=0)
+
+
+def test_rotary_positions_make_the_encoder_see_order_without_a_position_table():
+    config = ec.EncoderConfig(**MODERN, positions="rotary")
+    model = ec.Encoder(config).eval()
+    assert model.embeddings.position is None
+    assert not any("position" in name for name in model.state_dict())
+    ids = torch.randint(1, 60, (1, 10))
+    swapped = ids[:, torch.tensor([1, 0, *range(2, 10)])]
+    with torch.no_grad():  # without positions, swapping two tokens would only swap their outputs
+        out, out_swapped = model(ids), model(swapped)
+    assert (out[0, 2:] - out_swapped[0, 2:]).abs().max() > 1e-3
+
+
+def test_rotary_encoders_are_shift_invariant_where_learned_ones_are_not():
+    """Every token's output depends on the offsets only: the same sentence after two padding tokens on the left
+    (masked out) gives the same outputs with rotary positions."""
+    ids = torch.randint(1, 60, (1, 8))
+    shifted = torch.cat([torch.zeros(1, 2, dtype=torch.long), ids], dim=1)
+    for positions, invariant in (("rotary", True), ("learned", False)):
+        model = ec.Encoder(ec.EncoderConfig(**MODERN, positions=positions)).eval()
+        with torch.no_grad():
+            a, b = model(ids), model(shifted, shifted != 0)[:, 2:]
+        assert torch.allclose(a, b, atol=1e-5) == invariant, positions
+
+
+def test_local_layers_see_only_their_window_and_global_layers_everything():
+    config = ec.EncoderConfig(**{**MODERN, "n_layers": 1}, window=4)  # layer 0 is global (0 % 1 == 0)
+    assert [config.replace(n_layers=6, global_every=3).is_local(i) for i in range(6)] == [
+        False, True, True, False, True, True]
+    model = ec.Encoder(config.replace(global_every=2, n_layers=2)).eval()
+    ids = torch.randint(1, 60, (1, 16))
+    with torch.no_grad():
+        maps = model.attention_maps(ids)
+    assert maps[0][0, :, 0, 15].gt(0).all()  # layer 0 global: token 0 attends to token 15
+    assert maps[1][0, :, 0, 3:].eq(0).all() and maps[1][0, :, 0, :3].gt(0).all()  # layer 1 local: 2 on each side
+
+
+def test_modern_parameter_counts_are_counted_exactly():
+    from encoder_course.measure.counting import analytic_parameter_counts
+
+    for switches in (dict(positions="rotary"), dict(activation="geglu"), dict(bias=False),
+                     dict(positions="rotary", activation="geglu", bias=False, embedding_norm=True)):
+        config = ec.EncoderConfig(**MODERN, **switches)
+        assert ec.count_parameters(ec.Encoder(config)) == analytic_parameter_counts(config), switches
+    config = ec.EncoderConfig.modernbert_base()
+    with torch.device("meta"):
+        assert ec.count_parameters(ec.Encoder(config))["total"] == analytic_parameter_counts(config)["total"] \
+            == 149_015_040
+
+
+def test_rotary_needs_an_even_head_width():
+    with pytest.raises(ValueError, match="rotary"):
+        ec.EncoderConfig(**{**MODERN, "d_model": 36, "n_heads": 4}, positions="rotary")  # d_head 9

@@ -28,3 +28,13 @@ def test_feed_forward_input_width():
 def test_feed_forward_activation_must_be_known():
     with pytest.raises(ValueError, match="activation must be one of"):
         ec.FeedForward(8, 16, activation="swish")
+
+
+def test_geglu_is_gelu_of_one_projection_times_another_and_bias_false_drops_every_bias():
+    torch.manual_seed(0)
+    ffn = ec.FeedForward(8, 12, activation="geglu", bias=False)
+    assert all(m.bias is None for m in (ffn.w1, ffn.w2, ffn.w3))
+    assert sum(p.numel() for p in ffn.parameters()) == 3 * 8 * 12
+    x = torch.randn(2, 5, 8)
+    want = (torch.nn.functional.gelu(x @ ffn.w1.weight.T) * (x @ ffn.w3.weight.T)) @ ffn.w2.weight.T
+    torch.testing.assert_close(ffn(x), want)

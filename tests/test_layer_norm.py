@@ -53,3 +53,16 @@ def test_layer_norm_returns_half_for_half_input_on_both_paths():
 def test_layer_norm_input_width():
     with pytest.raises(ValueError, match="d_model"):
         ec.LayerNorm(16)(torch.randn(2, 8))
+
+
+@pytest.mark.parametrize("implementation", ["fused", "eager"])
+def test_layer_norm_without_bias_equals_torchs(implementation):
+    torch.manual_seed(0)
+    ours = ec.LayerNorm(10, implementation=implementation, bias=False)
+    theirs = torch.nn.LayerNorm(10, bias=False)
+    with torch.no_grad():
+        ours.weight.uniform_(0.5, 1.5)
+        theirs.weight.copy_(ours.weight)
+    assert ours.bias is None and [n for n, _ in ours.named_parameters()] == ["weight"]
+    x = torch.randn(3, 4, 10)
+    torch.testing.assert_close(ours(x), theirs(x))

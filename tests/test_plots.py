@@ -16,7 +16,9 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
+import encoder_course as ec
 from encoder_course import plots
+from encoder_course.measure.modern import BudgetRun
 from encoder_course.plots import style
 
 TOKENS = ["the", "bank", "approved", "it"]
@@ -103,6 +105,21 @@ SAMPLES = {
         {"paraphrases": [(0, 1)], "unrelated": [(0, 2), (1, 2)]}),
     "real_attention_figure": lambda: plots.real_attention_figure(HEADS, 1, ["[CLS]", "bank", "it", "[SEP]"], 2),
     "passage_lengths": lambda: plots.passage_lengths([3, 5, 5, 9, 14, 14, 20, 64], cut=16),
+    "rotary_scores": lambda: plots.rotary_scores(torch.randn(16), torch.randn(16), positions=8),
+    "extrapolation_lines": lambda: plots.extrapolation_lines(
+        {"loss": {"learned": {32: 6.3, 64: 6.35}, "rotary": {32: 5.6, 64: 5.65}}, "unigram": {32: 6.2, 64: 6.2}}),
+    "layer_windows": lambda: plots.layer_windows(
+        ec.EncoderConfig(d_model=16, n_heads=2, d_ff=16, n_layers=3, window=4, global_every=3), length=12),
+    "local_cost": lambda: plots.local_cost(
+        [{"length": L, "window": w, "global_ms": L * L / 1e4, "masked_ms": L * L / 9e3, "banded_ms": L * w / 1e4,
+          "global_pairs": L * L, "window_pairs": L * (w + 1), "banded_pairs": L * 3 * (w // 2)}
+         for L in (256, 512) for w in (32, 64)]),
+    "unpadding_bars": lambda: plots.unpadding_bars(
+        [{"shape": (32, 28), "padding": 0.56, "padded_ms": 90.0, "unpadded_ms": 40.0, "torch_ms": 75.0},
+         {"shape": (32, 256), "padding": 0.88, "padded_ms": 860.0, "unpadded_ms": 100.0, "torch_ms": 1100.0}]),
+    "budget_points": lambda: plots.budget_points(
+        [BudgetRun(d, s, 200, 7.0, 5.8 + 0.1 * i, 0.1, 6.1)
+         for i, d in enumerate(("BERT-style", "modern")) for s in range(3)], 6.1),
     "retrieval_bars": lambda: plots.retrieval_bars(
         {"BM25": {"recall@1": 0.2, "recall@5": 0.4, "MRR": 0.3},
          "tuned": {"recall@1": 0.35, "recall@5": 0.6, "MRR": 0.5}},
@@ -436,3 +453,39 @@ def test_norm_placement_training_three_panels_one_legend():
     assert axes[0].get_legend() is not None and all(ax.get_legend() is None for ax in axes[1:])
     assert all(len(ax.get_lines()) == 4 for ax in axes)
     assert plots.alt_text(fig).startswith("3 line plots side by side")
+
+
+def test_modern_encoder_figures_draw_what_they_say():
+    # rotary scores: one value along each diagonal, with the package's rotation or a learner's
+    from encoder_course.positions import apply_rotary
+
+    q, k = torch.randn(16, generator=torch.Generator().manual_seed(2)), torch.ones(16)
+    for rotate in (None, lambda x, positions: apply_rotary(x, positions)):
+        image = np.asarray(plots.rotary_scores(q, k, positions=8, rotate=rotate).axes[0].images[0].get_array())
+        assert image.shape == (8, 8)
+        for offset in (-3, 0, 1, 5):
+            assert np.ptp(np.diagonal(image, offset)) < 1e-4
+        assert abs(image[0, 1] - image[0, 5]) > 1e-3
+    # the windows: one panel per layer, titled with its kind; a local layer's band is sliding_window_mask
+    config = ec.EncoderConfig(d_model=16, n_heads=2, d_ff=16, n_layers=4, window=4, global_every=2)
+    fig = plots.layer_windows(config, length=12)
+    assert [ax.get_title() for ax in fig.axes] == ["layer 0: global", "layer 1: local (window 4)", "layer 2: global",
+                                                   "layer 3: local (window 4)"]
+    assert (np.asarray(fig.axes[1].images[0].get_array()) == ec.sliding_window_mask(12, 4).float().numpy()).all()
+    assert np.asarray(fig.axes[0].images[0].get_array()).min() == 1
+    # extrapolation: a line per kind and the unigram baseline, "seen_loss" with the seen baseline
+    result = {"seen_loss": {"rotary": {32: 5.0, 64: 5.1}, "learned": {32: 5.2, 64: 6.0}},
+              "seen_unigram": {32: 6.1, 64: 6.1}}
+    fig = plots.extrapolation_lines(result, key="seen_loss")
+    labels = [line.get_label() for line in _lines(fig)]
+    assert labels == ["rotary", "learned", "unigram", "trained at 32"]
+    assert "lower is better" in fig.axes[0].get_ylabel() and "unigram 6.10, 6.10" in plots.alt_text(fig)
+    # local attention's cost: the right panel is the formulas; the alt text's growth comes from the data
+    fig = SAMPLES["local_cost"]()
+    assert fig.axes[1].get_title() == "The formulas" and "global x4.0" in plots.alt_text(fig)
+    assert [line.get_linestyle() for line in fig.axes[0].lines] == ["-", "--", "-", "--", "-"]
+    # unpadding: three bars per batch; same budget: a point per run
+    assert len(SAMPLES["unpadding_bars"]().axes[0].patches) == 6
+    fig = SAMPLES["budget_points"]()
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["BERT-style", "modern"]
+    assert "mean 5.900 over 3 seeds" in plots.alt_text(fig) and "baseline is 6.100" in plots.alt_text(fig)

@@ -17,7 +17,7 @@ SEEDS = [f"learner-{n}" for n in range(300)]
 
 
 def test_every_bank_is_well_formed():
-    assert "13" in BANKS
+    assert "14" in BANKS
     for number, index, q in ALL:
         where = f"notebook {number}, question {index + 1}"
         assert isinstance(q, quiz.Question), where
@@ -65,14 +65,14 @@ def test_picking_without_reading_scores_at_chance(name, pick):
 
 
 def test_one_learner_always_sees_the_same_order_and_learners_differ():
-    a, b = quiz.QuizSession("13", "alice"), quiz.QuizSession("13", "alice")
+    a, b = quiz.QuizSession("14", "alice"), quiz.QuizSession("14", "alice")
     assert [a.options(i) for i in range(len(a.questions))] == [b.options(i) for i in range(len(b.questions))]
-    positions = {quiz.QuizSession("13", seed).orders[0].index(0) for seed in SEEDS[:40]}
-    assert len(positions) == len(quiz.questions("13")[0].options)  # the right option moves around
+    positions = {quiz.QuizSession("14", seed).orders[0].index(0) for seed in SEEDS[:40]}
+    assert len(positions) == len(quiz.questions("14")[0].options)  # the right option moves around
 
 
 def test_a_question_is_scored_on_its_first_answer():
-    session = quiz.QuizSession("13", "bob")
+    session = quiz.QuizSession("14", "bob")
     right = session.orders[0].index(0)
     wrong = (right + 1) % len(session.questions[0].options)
     first = session.answer(0, wrong)

@@ -839,7 +839,7 @@ def test_the_quiz_html_holds_each_question_of_the_bank_with_its_answer_key(numbe
 def test_quiz_number_reads_the_cell():
     assert quiz_number('widgets.quiz("07")') == "07"
     assert quiz_number("widgets.quiz(notebook='11')") == "11"
-    assert quiz_number("widgets.quiz()") == "13"
+    assert quiz_number("widgets.quiz()") == "14"
     assert quiz_number("print(1)") is None
 
 
@@ -856,8 +856,8 @@ def test_the_linker_links_every_form_of_mention_and_leaves_code_alone():
         assert link in out
     for kept in ("`notebook 03`", "$notebook 05$", "[notebook 07](x)", "# notebook 01\n", "notebook 99 is"):
         assert kept in out
-    assert linker.html("(See 13 · review and notebook 01.)") == (
-        '(See <a href="13_review.html">13 · review</a> and <a href="01_tokens_and_positions.html">notebook 01</a>.)')
+    assert linker.html("(See 14 · review and notebook 01.)") == (
+        '(See <a href="14_review.html">14 · review</a> and <a href="01_tokens_and_positions.html">notebook 01</a>.)')
 
 
 def test_the_linker_links_quoted_section_names_to_their_headings():

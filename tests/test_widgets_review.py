@@ -8,7 +8,7 @@ from encoder_course.course import quiz
 
 
 def test_quiz_view_shows_feedback_only_for_answered_questions():
-    session = quiz.QuizSession("13", "erin")
+    session = quiz.QuizSession("14", "erin")
     view = widgets.quiz_view(session)
     assert view["feedback"] == [""] * len(session.questions)
     assert "Score" in view["score"]
@@ -22,7 +22,7 @@ def test_quiz_view_shows_feedback_only_for_answered_questions():
 
 
 def test_the_widget_locks_a_question_after_its_first_answer():
-    box = widgets.quiz("13", seed="carol")
+    box = widgets.quiz("14", seed="carol")
     session = box.session
     right = session.orders[0].index(0)
     wrong = (right + 1) % len(session.questions[0].options)

@@ -43,6 +43,35 @@ def test_yours_encoder_has_the_reference_interface_and_keys_and_equals_it_with_t
             torch.testing.assert_close(mine(ids, mask[:, 0, 0]), reference(ids, mask), atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("switches", [dict(positions="rotary"), dict(activation="geglu", bias=False),
+                                      dict(window=4, global_every=2, n_layers=3), dict(unpad=True),
+                                      dict(positions="rotary", activation="swiglu", bias=False, window=4,
+                                           global_every=3, n_layers=3, unpad=True)])
+def test_a_modern_encoder_is_the_course_stack_around_your_functions_and_equals_the_reference(
+        workspace, tmp_path, capsys, switches):
+    pass_all(tmp_path, capsys)
+    config = ec.EncoderConfig(vocab_size=50, max_len=16, d_model=32, n_heads=4, d_ff=64, norm_first=True,
+                              dropout=0.0, **{"n_layers": 2, **switches})
+    mine = yours.build_encoder(config).eval()
+    assert list(mine.yours) == yours.modern_parts(config) and all(mine.yours.values())
+    assert ("apply_rotary" in mine.yours) == (config.positions == "rotary")
+    assert ("sliding_window_mask" in mine.yours) == bool(config.window)
+    assert ("feed_forward" in mine.yours) == (config.activation in ("relu", "gelu"))  # notebook 06's exercise
+    block = mine.layers[0]
+    assert type(block.norm1).__module__.endswith(".layer_norm")  # the learner's LayerNorm
+    if config.positions == "rotary":
+        assert block.attn.rotary.__module__.endswith(".apply_rotary")
+    assert block.attn.attention.__module__.endswith(".scaled_dot_product_attention")
+    reference = ec.Encoder(config).eval()
+    assert sorted(mine.state_dict()) == sorted(reference.state_dict())  # no biases stored when bias=False
+    reference.load_state_dict(mine.state_dict())
+    ids = torch.randint(1, 50, (3, 11))
+    ids[1, 6:] = 0
+    real = ids != 0
+    with torch.no_grad():
+        torch.testing.assert_close(mine(ids, real)[real], reference(ids, real)[real], atol=1e-5, rtol=0)
+
+
 def test_a_missing_part_is_named_with_its_notebook_and_fallback_says_which(workspace, tmp_path, capsys):
     pass_all(tmp_path, capsys, ("scaled_dot_product_attention", "multi_head_attention", "layer_norm"))
     config = ec.EncoderConfig.minilm_l6().replace(n_layers=1)

@@ -1,4 +1,5 @@
-"""Checkers of ``padding_mask`` and ``causal_mask`` (notebook 03): shape, dtype, and which positions are True."""
+"""Checkers of ``padding_mask``, ``causal_mask`` (notebook 03) and ``sliding_window_mask`` (notebook 13): shape, dtype,
+and which positions are True."""
 
 from __future__ import annotations
 
@@ -233,4 +234,127 @@ def check_causal_mask(fn):
             message = _causal_probe(got) + (
                 f"\nYou return {got.int().tolist()}, the right mask is {want.int().tolist()} (1 = True = may "
                 "attend; row = query, column = key).")
+        raise ExerciseError(f"Your {name} is not right yet {label}: {message}")
+
+
+def _offsets(length: int) -> torch.Tensor:
+    i = torch.arange(length)  # (L,)
+    return i[:, None] - i[None, :]  # (L, L): query minus key
+
+
+def _window_rules(length: int, window: int, odd_passed: bool) -> list:
+    """The usual wrong sliding windows for (length, window), each with its explanation.
+
+    ``odd_passed``: the learner's mask was right for an odd window before, so one key too few on each side
+    of an even window comes from (window - 1) // 2, which is window // 2 for odd windows alone.
+    """
+    off = _offsets(length)
+    half = window // 2
+    up = (window + 1) // 2  # -window // 2 is -up in Python
+    both = f"with window={window}, query i sees keys i - {half} to i + {half}: |i - j| <= window // 2"
+    if window % 2 == 0 and odd_passed:
+        fewer = (f"it uses (window - 1) // 2 on each side, which is window // 2 for an odd window but one key too few "
+                 f"for an even one ({(window - 1) // 2} instead of {half} here). ModernBERT's window of 128 sees 64 "
+                 f"keys back and 64 ahead: {both}.")
+    else:
+        fewer = (f"one key too few on each side: a strict < (|i - j| < window // 2) or window // 2 - 1. The bound is "
+                 f"included: {both}.")
+    return [
+        (off.abs() > half, "it is inverted: True marks the keys outside the window. True means 'may attend': True "
+                           "where |i - j| <= window // 2."),
+        (off.abs() < half, fewer),
+        (off.abs() <= half + 1, "one key too many on each side: window // 2 + 1 (or (window + 1) // 2 for an odd "
+                                f"window). {both[0].upper()}{both[1:]}."),
+        (off.abs() <= window, "the whole window on either side (|i - j| <= window): the window is shared between "
+                              f"the two sides, window // 2 each; {both}."),
+        (off.abs() < window, "the whole window on either side (|i - j| < window): the window is shared between "
+                             f"the two sides, window // 2 each; {both}."),
+        ((off >= 0) & (off <= half), "one-sided, like a causal mask: each query sees only itself and the keys "
+                                     f"before it (i - {half} to i). Local attention in an encoder looks both ways: "
+                                     f"{both}."),
+        ((off >= 0) & (off < window), "one-sided, like a causal mask of width window (the keys i - window + 1 to i, "
+                                      f"Mistral's sliding window). Local attention in an encoder looks both ways: "
+                                      f"{both}."),
+        ((off >= 0) & (off <= window), "one-sided, like a causal mask: each query sees only itself and the keys "
+                                       f"before it. Local attention in an encoder looks both ways: {both}."),
+        ((off <= 0) & (off >= -half), "one-sided: each query sees only itself and the keys after it (i to "
+                                      f"i + {half}). Local attention in an encoder looks both ways: {both}."),
+        ((off.abs() <= half) & (off != 0), "the diagonal is False, so a query cannot attend to itself: |i - i| = 0 "
+                                           "is inside every window."),
+        ((off <= up) & (off >= -half), f"the band is lopsided: {up} keys back and {half} ahead. In Python "
+                                       f"-window // 2 is (-window) // 2, which rounds down (-{window} // 2 = {-up}): "
+                                       "write -(window // 2)."),
+        ((off >= -up) & (off <= half), f"the band is lopsided: {half} keys back and {up} ahead. In Python "
+                                       f"-window // 2 is (-window) // 2, which rounds down (-{window} // 2 = {-up}): "
+                                       "write -(window // 2)."),
+        (torch.ones(length, length, dtype=torch.bool),
+         f"every query may attend to every key: the window is not applied ({both})."),
+    ]
+
+
+@probe
+def _window_probe(got: torch.Tensor, length: int, window: int) -> str:
+    """How far back and ahead each query of a wrong window mask sees, against window // 2 on each side."""
+    half = window // 2
+    rows = []
+    for i, row in enumerate(got.tolist()):
+        allowed = [j for j, keep in enumerate(row) if keep]
+        if allowed != [j for j in range(length) if abs(i - j) <= half]:
+            rows.append((i, allowed))
+    if all(allowed and allowed == list(range(allowed[0], allowed[-1] + 1)) for _, allowed in rows):
+        off = _offsets(length)
+        back = max(i - min(j for j, keep in enumerate(row) if keep) for i, row in enumerate(got.tolist()) if any(row))
+        ahead = max(max(j for j, keep in enumerate(row) if keep) - i for i, row in enumerate(got.tolist()) if any(row))
+        if back >= 0 and ahead >= 0 and torch.equal(got, (off <= back) & (off >= -ahead)):
+            return (f"your mask is a band: each query sees up to {back} key{'s' if back != 1 else ''} back and "
+                    f"{ahead} ahead, but window={window} means window // 2 = {half} on each side, the same both ways.")
+    i, allowed = rows[0]
+    seen = f"keys {_spans(allowed)}" if allowed else "no key at all"
+    outside = [j for j in allowed if abs(i - j) > half]
+    missing = [j for j in range(length) if abs(i - j) <= half and j not in allowed]
+    why = []
+    if outside:
+        why.append(f"{_spans(outside)} {'is' if len(outside) == 1 else 'are'} outside the window")
+    if missing:
+        why.append(f"{_spans(missing)} {'is' if len(missing) == 1 else 'are'} inside it and must be allowed")
+    low, high = max(0, i - half), min(length - 1, i + half)
+    should = f"keys {low}-{high}" if high > low else f"key {low} alone (itself)"
+    return (f"{len(rows)} of {length} rows are wrong; the first, query {i}, may attend to {seen}, but it should be "
+            f"{should} (|i - j| <= window // 2 = {half}): " + "; ".join(why) + ".")
+
+
+@_checker("sliding_window_mask")
+def check_sliding_window_mask(fn):
+    """Check ``sliding_window_mask(length, window) -> BoolTensor[L, L]``, True where |i - j| <= window // 2."""
+    from ..masks import sliding_window_mask as reference
+
+    name = exercise("sliding_window_mask").name
+    cases = [(7, 3), (9, 5), (6, 1), (8, 4), (10, 2), (6, 6), (5, 10), (1, 3)]
+    odd_passed = False
+    for length, window in cases:
+        label = f"for length={length}, window={window}"
+        if window >= 2 * (length - 1):
+            label += " (a window that covers the whole sequence)"
+        keyword = length == 6 and window == 6  # one call names the device, as a model does
+        if keyword:
+            label += ", device='cpu'"
+            got = _invoke(name, label, fn, length, window, device="cpu")
+        else:
+            got = _invoke(name, label, fn, length, window)
+        want = reference(length, window)
+        if isinstance(got, torch.Tensor) and got.dim() > 2 and got.shape[-2:] == want.shape:
+            layout = ("return (L, L), one row per query and one column per key, without batch or head dimensions: "
+                      "the attention broadcasts an (L, L) mask over them.")
+        else:
+            layout = "return one row per query and one column per key: shape (L, L), L = length."
+        got = _check_mask_like(name, got, want, label, layout, "a comparison such as (i[:, None] - i[None, :]).abs() "
+                                                                "<= window // 2 already gives bools")
+        if torch.equal(got, want):
+            odd_passed = odd_passed or window % 2 == 1
+            continue
+        message = next((m for rule, m in _window_rules(length, window, odd_passed) if torch.equal(got, rule)), "")
+        if not message:
+            message = _window_probe(got, length, window) + (
+                f"\nYou return {got.int().tolist()}, the right mask is {want.int().tolist()} (1 = True = may attend; "
+                "row = query, column = key).")
         raise ExerciseError(f"Your {name} is not right yet {label}: {message}")

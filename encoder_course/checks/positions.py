@@ -1,13 +1,25 @@
-"""Checker of ``sinusoidal_positions`` (notebook 01): the table, and the usual slips in the formula."""
+"""Checkers of ``sinusoidal_positions`` (notebook 01) and ``apply_rotary`` (notebook 13): the usual slips in each
+formula."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 
-from ._compare import _close, _described, _elementwise_bad, _first_match, _spans, probe
-from ._run import ExerciseError, _checker, _expect_tensor, _invoke, _shape
+from ._compare import (
+    _check_gradients,
+    _close,
+    _compare_output,
+    _described,
+    _elementwise_bad,
+    _first_match,
+    _shape_hint,
+    _spans,
+    probe,
+)
+from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
 from .registry import exercise
 
 
@@ -205,3 +217,307 @@ def check_sinusoidal_positions(fn):
                 f"Your {name} is not right yet {what}: {found}\nHint: PE[pos, 2i] = sin(pos / 10000^(2i/d_model)) "
                 "and PE[pos, 2i+1] = cos(pos / 10000^(2i/d_model)), positions from 0."
             )
+
+
+# ----------------------------------------------------------------------------------------------
+# apply_rotary (notebook 13): rotary positions, each pair of features turned by position * frequency
+
+
+def _rotary(x, positions=None, base=10000.0, *, sign=1.0, layout="pairs", exponent="2i", shift=0, own_positions=True,
+            own_base=True, swap=False, odd="turned", unit=1.0, tiled=False, axis=-2):
+    """Rotary positions and their usual slips, computed in float64 and returned in x's dtype."""
+    if axis == -1:  # the pairs taken along the positions: x read as (..., d, L)
+        if positions is not None and not torch.equal(positions, torch.arange(len(positions))):
+            raise ValueError("this slip is named only where the positions are 0, 1, 2, ...")
+        return _rotary(x.transpose(-2, -1), None, base).transpose(-2, -1)
+    h = x.double()
+    length, d = h.shape[-2], h.shape[-1]
+    pos = torch.arange(length) if positions is None or not own_positions else positions
+    pos = pos.double() + shift  # (L,)
+    i = torch.arange(d // 2, dtype=torch.float64)  # the pair index
+    e = {"2i": 2 * i / d, "i": i / d, "half": 2 * i / (d // 2), "zero": 0 * i}[exponent]
+    inv_freq = (base if own_base else 10000.0) ** -e  # (d/2,)
+    if tiled:  # torch.cat([inv_freq, inv_freq]): feature j turns with frequency j % (d/2)
+        angles = pos[:, None] * inv_freq.repeat(2)  # (L, d)
+        turned = torch.stack([-h[..., 1::2], h[..., 0::2]], dim=-1).flatten(-2)  # (-x[2i+1], x[2i]) at 2i, 2i+1
+        return (h * angles.cos() + turned * angles.sin()).to(x.dtype)
+    angles = pos[:, None] * inv_freq * unit  # (L, d/2)
+    cos, sin = angles.cos(), sign * angles.sin()
+    if swap:
+        cos, sin = sin, cos
+    if layout == "halves":  # feature i paired with feature i + d/2 (rotate_half)
+        a, b = h[..., : d // 2], h[..., d // 2:]
+    else:
+        a, b = h[..., 0::2], h[..., 1::2]  # (..., L, d/2) each
+    first, second = a * cos - b * sin, a * sin + b * cos
+    if odd == "kept":
+        second = b
+    out = torch.empty_like(h)
+    if layout == "halves":
+        out[..., : d // 2], out[..., d // 2:] = first, second
+    else:
+        out[..., 0::2], out[..., 1::2] = first, second
+    return out.to(x.dtype)  # (..., L, d)
+
+
+_FORMULA = ("feature 2i gets x[2i] * cos - x[2i+1] * sin and feature 2i+1 gets x[2i] * sin + x[2i+1] * cos, "
+            "with the angle positions * base^(-2i/d)")
+
+_ROTARY_MISTAKES = [
+    ("it returns x as it came in: nothing is turned. Each pair of features (x[2i], x[2i+1]) must be rotated by "
+     f"its row's angle: {_FORMULA}.",
+     lambda x, p, b: {"out": x.clone()}),
+    ("it turns each pair the wrong way (by minus the angle): the signs of the sine terms are swapped. "
+     f"Rotary positions turn counter-clockwise: {_FORMULA}.",
+     lambda x, p, b: {"out": _rotary(x, p, b, sign=-1.0)}),
+    ("it pairs feature i with feature i + d/2 (the two halves, rotate_half in Hugging Face's code). That is a "
+     "valid RoPE layout, but not the one this exercise asks for: here the pairs are interleaved, features 2i "
+     "and 2i+1, x[..., 0::2] and x[..., 1::2].",
+     lambda x, p, b: {"out": _rotary(x, p, b, layout="halves")}),
+    ("the frequencies are base^(-i/d) with i the pair index: the exponent is 2i/d (torch.arange(0, d, 2) / d "
+     "already gives 2i/d).",
+     lambda x, p, b: {"out": _rotary(x, p, b, exponent="i")}),
+    ("the exponent divides by d/2 instead of d: base^(-2i/(d/2)) turns the slow pairs far too slowly. The "
+     "frequencies are base^(-2i/d), torch.arange(0, d, 2) / d with d = x.shape[-1].",
+     lambda x, p, b: {"out": _rotary(x, p, b, exponent="half")}),
+    ("every pair turns at the same frequency, 1 per position, as if the exponent 2i/d were always 0. That "
+     "happens with integer division (torch.arange(0, d, 2) // d): make the exponent a float, "
+     "torch.arange(0, d, 2) / d.",
+     lambda x, p, b: {"out": _rotary(x, p, b, exponent="zero")}),
+    ("the frequencies are tiled (torch.cat([freq, freq]): f0, f1, ..., f0, f1, ...) where each is needed twice in "
+     "a row (f0, f0, f1, f1, ...): features 2i and 2i+1 share frequency i, e.g. freq.repeat_interleave(2), or work "
+     "on x[..., 0::2] and x[..., 1::2] with the (L, d/2) angles.",
+     lambda x, p, b: {"out": _rotary(x, p, b, tiled=True)}),
+    ("it ignores the positions it is given and uses 0, 1, 2, ... always: row j turns by positions[j] * "
+     "base^(-2i/d); torch.arange(L) is only for when positions is None.",
+     lambda x, p, b: {"out": _rotary(x, p, b, own_positions=False)}),
+    ("the positions are off by one (counted from 1): the first row is position 0, turned by angle 0 (left as "
+     "it is); torch.arange(L) counts 0, 1, 2, ... and given positions are used as they are.",
+     lambda x, p, b: {"out": _rotary(x, p, b, shift=1)}),
+    ("it ignores the base argument and always uses 10000: the frequencies are base^(-2i/d) with the base "
+     "it is given.",
+     lambda x, p, b: {"out": _rotary(x, p, b, own_base=False)}),
+    ("cos and sin are swapped: the angle's cosine multiplies the feature itself and its sine the other "
+     f"feature of the pair: {_FORMULA}.",
+     lambda x, p, b: {"out": _rotary(x, p, b, swap=True)}),
+    ("only the even features are turned and the odd ones are left as they are: both features of a pair "
+     "change, feature 2i+1 gets x[2i] * sin + x[2i+1] * cos (computed from x's values, before any are "
+     "overwritten).",
+     lambda x, p, b: {"out": _rotary(x, p, b, odd="kept")}),
+    ("the angles are treated as degrees (times pi / 180, torch.deg2rad or math.radians): "
+     "positions * base^(-2i/d) is already in radians, which torch.cos and torch.sin take.",
+     lambda x, p, b: {"out": _rotary(x, p, b, unit=math.pi / 180)}),
+    ("the angles are turned into degrees (times 180 / pi, torch.rad2deg or math.degrees): "
+     "positions * base^(-2i/d) is already in radians, which torch.cos and torch.sin take.",
+     lambda x, p, b: {"out": _rotary(x, p, b, unit=180 / math.pi)}),
+    ("it turns along the wrong axis: it pairs rows (positions 2j and 2j+1) and gives each feature an angle, "
+     "as if x were (..., d, L). The positions run along dimension -2 and the features along the last one: "
+     "pair the features x[..., 0::2] and x[..., 1::2], and turn row j by its position.",
+     lambda x, p, b: {"out": _rotary(x, p, b, axis=-1)}),
+]
+
+
+def _rotary_cases():
+    """(label, x, positions, base, hint for that case)."""
+    g = _gen(13)
+    given = ("Row j turns by positions[j] * base^(-2i/d): use the positions given as they are, and "
+             "torch.arange(L) only when positions is None.")
+    return [
+        ("for x (6, 8), positions not given", _randn(g, 6, 8), None, 10000.0, ""),
+        ("for multi-head x (2, 3, 5, 8) (B, H, L, d_head), positions not given", _randn(g, 2, 3, 5, 8), None, 10000.0,
+         "It works for (L, d) but not with batch and head dimensions: take the features with x[..., 0::2] and "
+         "x[..., 1::2] (the ... keeps every leading dimension), and let the (L, d/2) angles broadcast."),
+        ("for x (2, 2, 7, 6) (d_head = 6: three pairs) with positions torch.arange(7)", _randn(g, 2, 2, 7, 6),
+         torch.arange(7), 10000.0, ""),
+        ("for x (2, 5, 8) with positions [3, 4, 5, 6, 7] (not starting at 0)", _randn(g, 2, 5, 8),
+         torch.arange(3, 8), 10000.0, given),
+        ("for x (1, 2, 6, 8) with positions [0, 2, 3, 7, 11, 20] (not consecutive)", _randn(g, 1, 2, 6, 8),
+         torch.tensor([0, 2, 3, 7, 11, 20]), 10000.0, given),
+        ("for x (2, 5, 8) with base=500", _randn(g, 2, 5, 8), None, 500.0,
+         "The frequencies are base^(-2i/d) with the base given."),
+        ("for float64 x (2, 3, 5, 8) with positions [1, 4, 6, 9, 12]", _randn(g, 2, 3, 5, 8).double(),
+         torch.tensor([1, 4, 6, 9, 12]), 10000.0, ""),
+        ("for tiny x (about 1e-3), (2, 5, 8)", _randn(g, 2, 5, 8, scale=1e-3), None, 10000.0, ""),
+        ("for large x (about 1000), (2, 3, 5, 8), with positions [2, 3, 4, 5, 6]", _randn(g, 2, 3, 5, 8, scale=1e3),
+         torch.arange(2, 7), 10000.0, ""),
+    ]
+
+
+def _rotated(name, label, fn, x, positions=None, base=10000.0):
+    """The learner's call, with positions and base as keywords only when the case gives them."""
+    given = {} if positions is None else {"positions": positions}
+    if base != 10000.0:
+        given["base"] = base
+    return _invoke(name, label, fn, x, **given)
+
+
+def _wrapped(angle: torch.Tensor) -> torch.Tensor:
+    """Angles brought into [-pi, pi)."""
+    return torch.remainder(angle + math.pi, 2 * math.pi) - math.pi
+
+
+def _turns(x: torch.Tensor, out: torch.Tensor):
+    """Each pair (x[2i], x[2i+1]) against (out[2i], out[2i+1]): its length before and after, and the angle it
+    turned, each (N, L, d/2) with the leading dimensions flattened into N."""
+    a, b = x.double()[..., 0::2], x.double()[..., 1::2]
+    c, s = out.double()[..., 0::2], out.double()[..., 1::2]
+    flat = [t.reshape(-1, *t.shape[-2:]) for t in (torch.hypot(a, b), torch.hypot(c, s),
+                                                   torch.atan2(a * s - b * c, a * c + b * s))]
+    return flat[0], flat[1], flat[2]
+
+
+def _pairs_probe(got: torch.Tensor, x: torch.Tensor, positions, base: float) -> str:
+    """Localise a wrong rotation pair by pair and row by row: a length that changes, a row turned as another
+    position, a pair turning at another frequency, or which pairs and rows are turned by the wrong angle."""
+    length, d = x.shape[-2], x.shape[-1]
+    pos = (torch.arange(length) if positions is None else positions).double()  # (L,)
+    inv_freq = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
+    before, after, turned = _turns(x, got)
+    scale = float(before.max())
+    stretched = (after - before).abs() > 1e-4 * scale + 1e-4 * before
+    if stretched.any():
+        usable = before > 1e-2 * scale
+        ratio = after[usable] / before[usable]
+        if float(ratio.max() - ratio.min()) < 1e-3 * float(ratio.abs().mean()):
+            return (f"every pair (x[2i], x[2i+1]) comes out {float(ratio.mean()):.4g} times as long as it went in: a "
+                    "rotation turns a pair without stretching it (the cos and sin of one angle, and no other factor).")
+        n, j, i = (int(v) for v in stretched.nonzero()[0])
+        return (f"a rotation keeps the length of each pair (x[2i], x[2i+1]), but yours changes it: at row {j} "
+                f"(position {int(pos[j])}), pair {i} (features {2 * i} and {2 * i + 1}) is "
+                f"{float(before[n, j, i]):.4g} long in x and {float(after[n, j, i]):.4g} in your result. Both features "
+                "of a pair come from that same pair of x, mixed by the cos and sin of one angle: x[2i] * cos - x[2i+1] "
+                "* sin and x[2i] * sin + x[2i+1] * cos.")
+    want = pos[:, None] * inv_freq  # (L, d/2)
+    if not (_wrapped(turned - want).abs() > 1e-3).any():
+        return ""
+    apart = _wrapped(turned - turned[:1]).abs() > 1e-3
+    if apart.any():
+        n, j, i = (int(v) for v in apart.nonzero()[0])
+        return (f"the same row is turned differently in different sequences or heads: at row {j}, pair {i} turns by "
+                f"{float(turned[0, j, i]):.4g} rad in the first and by {float(turned[n, j, i]):.4g} in another. The "
+                "angles depend on the position and the pair alone, (L, d/2), and broadcast over the leading "
+                "dimensions.")
+    angle = turned[0]  # (L, d/2): the same for every sequence and head
+    miss = _wrapped(angle - want).abs() > 1e-3
+    rows = [j for j in range(length) if miss[j].any()]
+    pairs = [i for i in range(d // 2) if miss[:, i].any()]
+    reach = int(pos.abs().max()) + length + 4
+    trial = torch.arange(-3 * reach, 3 * reach + 1, dtype=torch.float64)
+    table = trial[:, None] * inv_freq  # (T, d/2): the angles of every position tried
+    held = {}
+    for j in rows:
+        found = (_wrapped(table - angle[j]).abs() < 1e-3).all(dim=1).nonzero()
+        if not len(found):
+            held = None
+            break
+        held[j] = int(trial[int(found[0])])
+    if held:
+        shown = "; ".join(f"row {j} (position {int(pos[j])}) is turned as position {p}"
+                          for j, p in list(held.items())[:3])
+        offsets = {p - int(pos[j]) for j, p in held.items()}
+        how = (f"every position is off by {offsets.pop():+d}" if len(offsets) == 1 else
+               "row j turns by positions[j] * base^(-2i/d), positions[j] as given (j when positions is None)")
+        return (f"each pair turns by the angle of another position: {shown}. The formula is right and the "
+                f"positions are not: {how}.")
+    small = (want.abs() > 1e-3) & (want.abs() < 1.0) & (angle.abs() < 3.0)
+    for i in pairs:
+        usable = small[:, i]
+        if usable.any():
+            ratio = angle[usable, i] / want[usable, i]
+            if float(ratio.max() - ratio.min()) < 1e-3 * abs(float(ratio.mean())):
+                right = [k for k in range(d // 2) if k not in pairs]
+                many = len(right) > 1
+                fine = f" (pair{'s' if many else ''} {_spans(right)} {'are' if many else 'is'} right)" if right else ""
+                return (f"each pair turns in proportion to the position, as it should, but pair {i} (features {2 * i} "
+                        f"and {2 * i + 1}) turns by {float(ratio.mean() * inv_freq[i]):.6g} per position, and "
+                        f"base^(-{2 * i}/{d}) = {float(inv_freq[i]):.6g} is right{fine}. Check the exponent 2i/d: i "
+                        "counts pairs from 0, and d is x's last dimension.")
+    j = rows[0]
+    i = int(miss[j].nonzero()[0])
+    return (f"pair{'s' if len(pairs) > 1 else ''} {_spans(pairs)} of {d // 2} turn by the wrong angle, at row"
+            f"{'s' if len(rows) > 1 else ''} {_spans(rows)} of {length}: at row {j} (position {int(pos[j])}), pair "
+            f"{i} (features {2 * i} and {2 * i + 1}) turns by {float(angle[j, i]):.4g} rad, and "
+            f"{int(pos[j])} * base^(-{2 * i}/{d}) = {float(_wrapped(want[j, i])):.4g} (up to whole turns).")
+
+
+def _offset_probe(name, fn, label, got, x, positions, base) -> str:
+    """Rotary's promise, tested on the learner's function: q . k depends only on the offset n - m.
+
+    The same query at every position 0..L-1 and the same key at every position are turned; then
+    scores[m, n] (query at m, key at n) must be the same along each diagonal (n - m fixed). When it is
+    not, the difference on the case's own input is localised pair by pair.
+    """
+    length, d = 6, x.shape[-1]
+    g = _gen(29)
+    q, k = _randn(g, d), _randn(g, d)
+    both = torch.stack([q.expand(length, d), k.expand(length, d)])  # (2, L, d): q at every position, then k
+    out = _rotated(name, f"{label}, with the same query and key at positions 0-{length - 1}", fn, both, None, base)
+    if not isinstance(out, torch.Tensor) or out.shape != both.shape:
+        return ""
+    scores = out[0].double() @ out[1].double().T  # (L, L): query at m, key at n
+    tol = 1e-4 * float(scores.abs().max()) + 1e-6
+    worst = None
+    for offset in range(-(length - 1), length):
+        at = [(m, m + offset) for m in range(length) if 0 <= m + offset < length]
+        values = [float(scores[m, n]) for m, n in at]
+        spread = max(values) - min(values)
+        if spread > tol and (worst is None or spread > worst[0]):
+            low, high = values.index(min(values)), values.index(max(values))
+            worst = (spread, offset, at[low], values[low], at[high], values[high])
+    if worst is None:
+        return ""
+    _, offset, (m1, n1), v1, (m2, n2), v2 = worst
+    where = _pairs_probe(got, x, positions, base)
+    return (f"rotary positions make q · k depend only on the offset between the two positions, but yours does "
+            f"not: with the same q and k, q · k is {v1:.4g} for the query at position {m1} and the key at {n1}, and "
+            f"{v2:.4g} at positions {m2} and {n2}, the same offset {offset}. Turning each pair (x[2i], x[2i+1]) by "
+            "position * base^(-2i/d) keeps that promise." + (f" Where yours differs: {where}" if where else ""))
+
+
+def _rotary_shape(got: torch.Tensor, x: torch.Tensor) -> str:
+    """What a wrong shape of apply_rotary's result most likely comes from."""
+    d = x.shape[-1]
+    if tuple(got.shape) == tuple(x.shape[:-1]) + (d // 2,):
+        return ("it holds one value per pair: both turned features go back into the result, out[..., 0::2] and "
+                "out[..., 1::2] (or torch.stack([first, second], dim=-1).flatten(-2)).")
+    if tuple(got.shape) == tuple(x.shape[:-1]) + (d // 2, 2):
+        return "the pairs are still separate: join the last two dimensions, .flatten(-2), back to (..., L, d)."
+    if got.dim() == 2 and x.dim() > 2:
+        return ("the batch and head dimensions were lost: work on x[..., 0::2] and x[..., 1::2] (the ... keeps "
+                "every leading dimension) and return a tensor shaped like x.")
+    return _shape_hint(got.shape, x.shape) or "return a tensor shaped like x: (..., L, d)."
+
+
+@_checker("apply_rotary")
+def check_apply_rotary(fn):
+    """Check ``apply_rotary(x, positions=None, base=10000.0) -> Tensor`` shaped like x, in x's dtype."""
+    from ..positions import apply_rotary as reference
+
+    name = exercise("apply_rotary").name
+    cases = _rotary_cases()
+    for label, x, positions, base, case_hint in cases:
+        inputs = {"x": x} if positions is None else {"x": x, "positions": positions}
+        before = _snapshot(inputs)
+        got = _rotated(name, label, fn, x, positions, base)
+        _check_unchanged(name, before, inputs)
+        got = _expect_tensor(name, got, label, "the turned x")
+        want = reference(x, positions, base)
+        if got.shape != want.shape:
+            raise ExerciseError(f"Your {name} returned shape {_shape(got)} {label}, but it should be x's shape, "
+                                f"{_shape(want)}.\nHint: {_rotary_shape(got, x)}")
+        if got.dtype != want.dtype:
+            raise ExerciseError(
+                f"Your {name} returned dtype {got.dtype} {label}; it should keep x's dtype ({want.dtype}).\nHint: make "
+                "the result from x itself (torch.empty_like(x), x.clone(), or arithmetic on x's features); "
+                "torch.empty(x.shape) or torch.zeros(...) without dtype= is float32, and so is x.float().")
+        _compare_output(
+            name, got, want, label, _ROTARY_MISTAKES, (x, positions, base),
+            f"turn each pair of features (x[2i], x[2i+1]) by the angle of its row: {_FORMULA}.", case_hint,
+            rerun=functools.partial(_rotated, name, label, fn, x, positions, base),
+            random_hint="nothing in rotary positions is random: the angles come from the positions and the base alone.",
+            probes=[functools.partial(_offset_probe, name, fn, label, got, x, positions, base),
+                    functools.partial(_pairs_probe, got, x, positions, base)],
+            axes=("sequence",) * (x.dim() - 2) + ("position", "feature"))
+    label, x, positions, base, _ = cases[4]
+    _check_gradients(name, label, lambda x: _rotated(name, label, fn, x, positions, base),
+                     lambda x: reference(x, positions, base), {"x": x})

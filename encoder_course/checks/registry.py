@@ -178,6 +178,18 @@ _DECLARED = (
                    "queries @ passages.T is (B, P), one row of scores per query; the right column of row i "
                    "is i, torch.arange(B).",
     ),
+    Exercise(
+        key="apply_rotary", name="apply_rotary", notebook="13_modern_encoder",
+        kind="function", reference="encoder_course.positions.apply_rotary", part=True,
+        shape_hint="x[..., 0::2] and x[..., 1::2] are the pairs' two halves, (..., L, d/2) each; the angles "
+                   "positions[:, None] * inv_freq are (L, d/2) and broadcast over the leading dimensions.",
+    ),
+    Exercise(
+        key="sliding_window_mask", name="sliding_window_mask", notebook="13_modern_encoder",
+        kind="function", reference="encoder_course.masks.sliding_window_mask", part=True,
+        shape_hint="torch.arange(length) as a column minus itself as a row, i[:, None] - i[None, :], gives "
+                   "every (query, key) offset, an (L, L) table.",
+    ),
 )
 
 

