@@ -146,6 +146,14 @@ def require_rotary_input(x, positions) -> None:
             raise ValueError(f"positions must have shape (L,) = ({length},), got {tuple(positions.shape)}")
 
 
+def require_rotary_attention(attn_class, course_class: type) -> None:
+    """Raise unless ``attn_class`` is the course's attention (or a subclass): only it turns q and k by position."""
+    if not (isinstance(attn_class, type) and issubclass(attn_class, course_class)):
+        raise ValueError("rotary positions turn queries and keys inside the course's MultiHeadAttention; a "
+                         f"multi_head_attention of your own ({getattr(attn_class, '__name__', attn_class)}) "
+                         "takes no rotary function: build this config from the course's class")
+
+
 def require_divisible(d_model: int, n_heads: int) -> None:
     """Raise unless the heads split ``d_model`` evenly."""
     require_positive_int("d_model", d_model)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._validate import require_implementation, require_probability
+from ._validate import require_implementation, require_probability, require_rotary_attention
 from .attention import scaled_dot_product_attention
 from .feed_forward import FeedForward
 from .layer_norm import LayerNorm
@@ -103,10 +103,8 @@ class EncoderBlock(nn.Module):
         rotate = getattr(parts, "apply_rotary", apply_rotary) if rotary else None
         self.norm_first = bool(norm_first)
         attn_class = getattr(parts, "multi_head_attention", MultiHeadAttention)
-        if rotate is not None and not (isinstance(attn_class, type) and issubclass(attn_class, MultiHeadAttention)):
-            raise ValueError("rotary positions turn queries and keys inside the course's MultiHeadAttention; a "
-                             f"multi_head_attention of your own ({getattr(attn_class, '__name__', attn_class)}) "
-                             "takes no rotary function: build this config from the course's class")
+        if rotate is not None:
+            require_rotary_attention(attn_class, MultiHeadAttention)
         self.attn = build_part(attn_class, MultiHeadAttention, d_model, n_heads, bias=bias,
                                course_kwargs=dict(dropout=dropout, implementation=implementation, attention=attention,
                                                   rotary=rotate))

@@ -241,3 +241,12 @@ def test_modern_parameter_counts_are_counted_exactly():
 def test_rotary_needs_an_even_head_width():
     with pytest.raises(ValueError, match="rotary"):
         ec.EncoderConfig(**{**MODERN, "d_model": 36, "n_heads": 4}, positions="rotary")  # d_head 9
+
+
+def test_rotary_positions_refuse_an_attention_class_that_takes_no_rotation():
+    class OwnAttention(torch.nn.Module):  # a learner's MultiHeadAttention: (d_model, n_heads) only
+        def __init__(self, d_model, n_heads):
+            super().__init__()
+
+    with pytest.raises(ValueError, match="rotary positions turn queries and keys"):
+        ec.Encoder(ec.EncoderConfig(**MODERN, positions="rotary"), ec.EncoderParts(multi_head_attention=OwnAttention))

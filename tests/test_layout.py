@@ -12,7 +12,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "encoder_course"
 MODEL = ("positions", "attention", "masks", "multi_head", "layer_norm", "feed_forward", "block", "encoder",
-         "pooling", "blockwise")
+         "pooling", "blockwise", "unpadding")
 MAX_LINES = 650  # "about 600"
 
 
