@@ -116,7 +116,7 @@ def _follow_the_checklists(repo: Path) -> tuple[set[str], set[str]]:
     registry.write_text(text[:end + 1] + REGISTRY_ENTRY + text[end + 1:])
     (repo / CHECKER[0]).write_text(CHECKER[1])
     (repo / CATALOGUE[0]).write_text(CATALOGUE[1])
-    solution = repo / "notebooks/solutions/13_review.ipynb"
+    solution = repo / "notebooks/solutions/14_review.ipynb"
     nb = nbformat.read(solution, as_version=4)
     at = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "widgets.quiz" in c.source)
     nb.cells[at:at] = [
@@ -132,9 +132,9 @@ def _follow_the_checklists(repo: Path) -> tuple[set[str], set[str]]:
     widget_test = repo / "tests/test_widgets_review.py"
     widget_test.write_text(widget_test.read_text() + WIDGET_TEST)
     exercise = {REFERENCE[0], "encoder_course/checks/registry.py", CHECKER[0], CATALOGUE[0],
-                "notebooks/solutions/13_review.ipynb"}
+                "notebooks/solutions/14_review.ipynb"}
     return exercise, {"encoder_course/widgets/review.py", "tests/test_widgets_review.py",
-                      "notebooks/solutions/13_review.ipynb"}
+                      "notebooks/solutions/14_review.ipynb"}
 
 
 def _run(repo: Path, *args: str) -> subprocess.CompletedProcess:
