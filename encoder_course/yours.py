@@ -25,7 +25,7 @@ from pathlib import Path
 
 from torch import nn
 
-from .course.workspace import (
+from .workspace import (
     ENV_VAR,
     PartMissing,
     PartStatus,

@@ -96,7 +96,7 @@ def through_protocol(key: str, obj):
     the grader does, without the cells and the sandbox (the tests compare it with the verdict on ``obj``)."""
     import torch.fx.experimental.symbolic_shapes  # noqa: F401 (autograd.grad imports it on first use: before the fork)
 
-    from encoder_course.course import checker_process, worker
+    from encoder_course.grading import checker_process, worker
 
     def serve():  # (the grader's learner's process enters its sandbox here: a session of its own, and more)
         os.setsid()

@@ -1,9 +1,9 @@
-"""README's "Adding something" checklists, followed to the letter in a copy of the repository.
+"""The maintainers' guide's "Adding something" checklists, followed to the letter in a copy of the repository.
 
-A toy exercise (``double``, in notebook 14) is added through exactly the places README's checklist names
+A toy exercise (``double``, in notebook 14) is added through exactly the places the guide's checklist names
 and a toy widget through the widget checklist; then the checklist's commands run, and the copy's own tests
 say the course took them in: the checker exported, its pass line, the registry, the manifest, README's
-course map and catalogue figure, the learner version's stub. Nothing else is edited by hand.
+course map, the guide's catalogue figure, the learner version's stub. Nothing else is edited by hand.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# The five places of README's exercise checklist, and what each gets.
+# The five places of the guide's exercise checklist, and what each gets.
 REFERENCE = ("encoder_course/toy.py", '''"""A toy model file (the checklist's test)."""
 
 import torch
@@ -95,7 +95,7 @@ def test_toy_view_every_value():
 
 def _copy(dest: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "my_encoder", ".ipynb_checkpoints")
-    for name in ("encoder_course", "tests", "notebooks"):
+    for name in ("encoder_course", "tests", "notebooks", "docs"):
         shutil.copytree(ROOT / name, dest / name, ignore=ignore)
     for name in ("README.md", "pyproject.toml"):
         shutil.copy(ROOT / name, dest / name)
@@ -108,7 +108,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 def _follow_the_checklists(repo: Path) -> tuple[set[str], set[str]]:
-    """Edit exactly the places README names; return the files edited by hand for the exercise and the widget."""
+    """Edit exactly the places the guide names; return the files edited by hand for the exercise and the widget."""
     (repo / REFERENCE[0]).write_text(REFERENCE[1])
     registry = repo / "encoder_course/checks/registry.py"
     text = registry.read_text()
@@ -129,11 +129,11 @@ def _follow_the_checklists(repo: Path) -> tuple[set[str], set[str]]:
     nbformat.write(nb, solution)
     widget = repo / "encoder_course/widgets/review.py"
     widget.write_text(widget.read_text() + WIDGET)
-    widget_test = repo / "tests/test_widgets_review.py"
+    widget_test = repo / "tests/widgets/test_widgets_review.py"
     widget_test.write_text(widget_test.read_text() + WIDGET_TEST)
     exercise = {REFERENCE[0], "encoder_course/checks/registry.py", CHECKER[0], CATALOGUE[0],
                 "notebooks/solutions/14_review.ipynb"}
-    return exercise, {"encoder_course/widgets/review.py", "tests/test_widgets_review.py",
+    return exercise, {"encoder_course/widgets/review.py", "tests/widgets/test_widgets_review.py",
                       "notebooks/solutions/14_review.ipynb"}
 
 
@@ -144,16 +144,16 @@ def _run(repo: Path, *args: str) -> subprocess.CompletedProcess:
     return done
 
 
-def test_a_toy_exercise_and_widget_added_through_readmes_checklist(tmp_path):
-    readme = (ROOT / "README.md").read_text()
-    checklist = readme.split("### Adding something")[1].split("\n### ")[0]
+def test_a_toy_exercise_and_widget_added_through_the_guides_checklist(tmp_path):
+    guide = (ROOT / "docs" / "maintainers.md").read_text()
+    checklist = guide.split("## Adding something")[1].split("\n## ")[0]
     for place in ("encoder_course/checks/registry.py", "encoder_course/checks/", "tests/checks/test_",
-                  "notebooks/solutions/", "encoder-course execute", "python tests/checks/times.py --readme",
+                  "notebooks/solutions/", "encoder-course execute", "python tests/checks/times.py --docs",
                   "__all__"):
-        assert place in checklist, f"README's checklist does not name {place}"
+        assert place in checklist, f"the guide's checklist does not name {place}"
     repo = _copy(tmp_path / "repo")
-    learner = (sys.executable, "-m", "encoder_course.course.cli", "learner", "--root", str(repo))
-    _run(repo, *learner)  # (the learner versions up to date first: tests/test_learner_versions.py checks that)
+    learner = (sys.executable, "-m", "encoder_course.cli", "learner", "--root", str(repo))
+    _run(repo, *learner)  # (the learner versions up to date first: test_learner_versions.py checks that)
     before = _tree(repo)
     exercise, widget = _follow_the_checklists(repo)
     assert len(exercise) <= 5 and len(widget) <= 3
@@ -161,21 +161,21 @@ def test_a_toy_exercise_and_widget_added_through_readmes_checklist(tmp_path):
 
     # The checklist's commands (execute's notebook run is left out: the notebook tests run every notebook).
     _run(repo, *learner)
-    _run(repo, sys.executable, "tests/checks/times.py", "--readme", "--no-timing")
+    _run(repo, sys.executable, "tests/checks/times.py", "--docs", "--no-timing")
 
     changed = {path for path, data in _tree(repo).items() if before.get(path) != data}
-    assert changed - edited == {"notebooks/14_review.ipynb", "README.md"}, changed - edited  # made, not written
+    assert changed - edited == {"notebooks/14_review.ipynb", "README.md", "docs/maintainers.md"}, changed - edited
     learner = nbformat.read(repo / "notebooks/14_review.ipynb", as_version=4)
     stub = next(c.source for c in learner.cells if c.get("metadata", {}).get("encoder_course", {}).get("exercise")
                 == "double" and c.metadata["encoder_course"]["role"] == "exercise")
     assert "NotImplementedError" in stub and "2 * x" not in stub
-    row13 = next(line for line in (repo / "README.md").read_text().splitlines() if line.startswith("| 13 |"))
-    assert "`double`" in row13
+    row14 = next(line for line in (repo / "README.md").read_text().splitlines() if line.startswith("| 14 |"))
+    assert "`double`" in row14
 
     # The copy's own tests take the new exercise and widget in: nothing else needed editing.
     probe = textwrap.dedent('''
         from encoder_course import checks, widgets, yours
-        from encoder_course.course import manifest
+        from encoder_course.notebook_tools import manifest
         assert checks.check_double.exercise.key == "double" and "check_double" in checks.__all__
         assert [ex.key for ex in manifest.notebook("14").exercises] == ["double"]
         assert "double" not in yours._exercises()  # part=False: not saved as a part of the learner's encoder
@@ -184,5 +184,6 @@ def test_a_toy_exercise_and_widget_added_through_readmes_checklist(tmp_path):
     ''')
     assert _run(repo, sys.executable, "-c", probe).stdout.strip() == "✓ double: all checks passed"
     _run(repo, sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-         "tests/checks/test_registry.py", "tests/checks/test_toy.py", "tests/test_manifest.py",
-         "tests/test_delivery.py::test_readme_counts_the_checker_catalogues", "tests/test_widgets_review.py")
+         "tests/checks/test_registry.py", "tests/checks/test_toy.py", "tests/notebook_tools/test_manifest.py",
+         "tests/test_delivery.py::test_the_maintainers_guide_counts_the_checker_catalogues",
+         "tests/widgets/test_widgets_review.py")

@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from encoder_course.course.notebook_tools import COLAB_CELL, REPO_SLUG
+from encoder_course.notebook_tools.files import COLAB_CELL, REPO_SLUG
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = sorted((ROOT / "notebooks" / "solutions").glob("[0-9][0-9]_*.ipynb"))
@@ -60,7 +60,7 @@ def test_pyproject_accepts_colabs_widgets_and_the_pretrained_extra_pulls_no_mode
 def test_pyproject_parses_and_names_the_console_script():
     tomllib = pytest.importorskip("tomllib", reason="tomllib needs Python 3.11")
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert data["project"]["scripts"]["encoder-course"] == "encoder_course.course.cli:main"
+    assert data["project"]["scripts"]["encoder-course"] == "encoder_course.cli:main"
     deps = " ".join(data["project"]["dependencies"])
     for name in ("torch", "einops", "matplotlib", "ipywidgets"):
         assert name in deps
@@ -101,16 +101,16 @@ def test_readme_maps_every_notebook_with_badges():
     assert "mybinder.org/v2/gh/" + REPO_SLUG in readme
 
 
-def test_readme_counts_the_checker_catalogues():
-    """README's figure for the catalogues is what ``tests/checks/times.py --readme`` writes from them now."""
+def test_the_maintainers_guide_counts_the_checker_catalogues():
+    """The guide's figure for the catalogues is what ``tests/checks/times.py --docs`` writes from them now."""
     from checks import times
     from checks.catalogue import counts
 
-    readme = (ROOT / "README.md").read_text()
-    block = readme.split(times.BEGIN)[1].split(times.END)[0]
+    guide = (ROOT / "docs" / "maintainers.md").read_text()
+    block = guide.split(times.BEGIN)[1].split(times.END)[0]
     slowest = float(times._SLOWEST.search(" ".join(block.split())).group(1))
-    assert block.strip() == times.readme_figure(slowest).strip(), (
-        f"README's figure for the catalogues is out of date ({counts()}): run python tests/checks/times.py --readme")
+    assert block.strip() == times.figure(slowest).strip(), (
+        f"the guide's figure for the catalogues is out of date ({counts()}): run python tests/checks/times.py --docs")
 
 
 def test_the_version_is_kept_in_one_place():

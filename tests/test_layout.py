@@ -106,15 +106,79 @@ def test_no_module_is_over_about_600_lines(path):
     assert lines <= MAX_LINES, f"{path.name} has {lines} lines"
 
 
-def test_the_top_of_the_package_is_the_model_and_the_rest_in_named_subpackages():
+def test_the_top_of_the_package_is_the_model_and_the_rest_in_rooms_by_job():
     modules = {p.stem for p in PACKAGE.glob("*.py")}
-    assert modules == set(MODEL) | {"__init__", "_validate", "yours"}, modules  # yours: the learner's own encoder
+    # yours: the learner's own encoder, next to its workspace; cli: the command line, which dispatches to the rooms
+    assert modules == set(MODEL) | {"__init__", "_validate", "yours", "workspace", "cli"}, modules
     folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
-    assert folders == {"checks", "course", "data", "interop", "measure", "plots", "tools", "widgets"}, folders
+    assert folders == set(ROOMS) | {"data", "course"}, folders  # course: the old path of the CLI, for one release
     import encoder_course
 
     homes = {encoder_course._SOURCES[name] for name in encoder_course.__all__}
     assert homes - set(MODEL) == {"measure.counting"}  # count_parameters, which the package contract promises
+
+
+# Folders of one job, and what each holds; the folders of one module per concept, exercise or notebook
+# (checks/, measure/, plots/, widgets/, quizzes/bank/) grow with the course.
+ROOMS = {"grading": 12, "site": 12, "notebook_tools": 12, "quizzes": 12, "interop": 12, "tools": 12,
+         "checks": None, "measure": None, "plots": None, "widgets": None}
+
+
+@pytest.mark.parametrize("room", sorted(ROOMS))
+def test_each_room_says_its_job_and_what_it_may_import(room):
+    doc = ast.get_docstring(ast.parse((PACKAGE / room / "__init__.py").read_text(encoding="utf-8")))
+    assert doc and len(doc.split()) >= 12, f"{room}/__init__.py does not say its job"
+    limit = ROOMS[room]
+    if limit is not None:
+        modules = [p for p in (PACKAGE / room).glob("*.py") if p.name != "__init__.py"]
+        assert len(modules) <= limit, f"{room}/ holds {len(modules)} modules"
+
+
+# The layers, lowest first: a module imports only from its own room or from a lower layer (rooms on one layer
+# do not import each other). The exercise registry sits below the learner's workspace, which the checks save
+# passing answers into; the checks' machinery sits above both.
+LAYERS = [
+    {"model": ["encoder_course", "encoder_course._validate"] + [f"encoder_course.{m}" for m in MODEL]},
+    {"interop": ["encoder_course.interop"], "tools": ["encoder_course.tools"], "plots": ["encoder_course.plots"]},
+    {"measure": ["encoder_course.measure"]},
+    {"registry": ["encoder_course.checks.registry"]},
+    {"workspace": ["encoder_course.workspace"]},
+    {"checks": ["encoder_course.checks"]},
+    {"notebook_tools": ["encoder_course.notebook_tools"]},
+    {"quizzes": ["encoder_course.quizzes"]},
+    {"grading": ["encoder_course.grading"], "site": ["encoder_course.site"], "widgets": ["encoder_course.widgets"]},
+    {"yours": ["encoder_course.yours"]},
+    {"cli": ["encoder_course.cli", "encoder_course.course"]},
+]
+
+
+def _room_of(module: str) -> tuple[int, str]:
+    """The layer and room of a module: the room of the longest prefix that names it."""
+    matches = [(len(prefix), layer, room) for layer, rooms in enumerate(LAYERS) for room, prefixes in rooms.items()
+               for prefix in prefixes
+               if module == prefix or (prefix != "encoder_course" and module.startswith(prefix + "."))]
+    assert matches, f"{module} is in no room: add it to LAYERS"
+    _, layer, room = max(matches)
+    return layer, room
+
+
+def test_every_import_goes_down_the_layers():
+    wrong = []
+    for module, targets in _module_graph().items():
+        layer, room = _room_of(module)
+        for target in targets:
+            t_layer, t_room = _room_of(target)
+            if t_room != room and t_layer >= layer:
+                wrong.append(f"{module} ({room}) imports {target} ({t_room})")
+    assert not wrong, "imports against the layers:\n" + "\n".join(sorted(wrong))
+
+
+def test_the_layer_check_sees_an_import_against_the_layers(tmp_path, monkeypatch):
+    graph = _module_graph()
+    graph["encoder_course.checks._run"] = graph["encoder_course.checks._run"] | {"encoder_course.grading.grade"}
+    monkeypatch.setattr(sys.modules[__name__], "_module_graph", lambda: graph)
+    with pytest.raises(AssertionError, match="checks._run .checks. imports encoder_course.grading.grade"):
+        test_every_import_goes_down_the_layers()
 
 
 def _module_graph() -> dict[str, set[str]]:
@@ -145,7 +209,7 @@ def _module_graph() -> dict[str, set[str]]:
 
 def test_no_module_imports_in_a_cycle():
     graph = _module_graph()
-    assert graph["encoder_course.yours"] >= {"encoder_course.course.workspace"}  # the walk sees imports
+    assert graph["encoder_course.yours"] >= {"encoder_course.workspace"}  # the walk sees imports
 
     def reaches(start, goal, seen):
         return any(nxt == goal or (nxt not in seen and not seen.add(nxt) and reaches(nxt, goal, seen))

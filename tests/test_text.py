@@ -24,6 +24,7 @@ FILES = sorted(
     + list((ROOT / "encoder_course").rglob("*.py"))
     + list((ROOT / "encoder_course").rglob("*.html"))
     + list((ROOT / "encoder_course").rglob("*.md"))
+    + list((ROOT / "docs").glob("*.md"))
     + [ROOT / "README.md"]
 )
 

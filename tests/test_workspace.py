@@ -1,4 +1,4 @@
-"""encoder_course.course.workspace: passing answers are saved as parts that import each other, a failing attempt
+"""encoder_course.workspace: passing answers are saved as parts that import each other, a failing attempt
 never overwrites one, an answer that needs another cell is not saved, and nothing is saved without a workspace."""
 
 from __future__ import annotations

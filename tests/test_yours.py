@@ -10,7 +10,7 @@ from learner_answers import pass_all
 
 import encoder_course as ec
 from encoder_course import yours
-from encoder_course.course.cli import main as cli
+from encoder_course.cli import main as cli
 
 
 @pytest.fixture

@@ -495,7 +495,7 @@ def _should_save() -> bool:
 
 def _save(key: str, candidate) -> str:
     """Save a passing answer to the learner's workspace; return the line to print."""
-    from ..course import workspace
+    from .. import workspace
 
     try:
         def problem(obj):

@@ -1,5 +1,3 @@
-"""The course machinery: the CLI, the grader and its checker processes, the notebook executor, the learner
-versions, the quiz.
-
-Nothing here is part of the encoder; the model never imports it.
-"""
+"""Old import path of the command line, kept for one release: an editable install made before the machinery moved
+into rooms by job (``grading``, ``site``, ``notebook_tools``, ``quizzes``) still runs ``encoder-course`` through
+``encoder_course.course.cli``. Nothing else lives here."""

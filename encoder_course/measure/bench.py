@@ -19,7 +19,7 @@ from torch import nn
 from .._validate import require_implementation
 from ..block import EncoderBlock
 from ..interop import to_torch_encoder
-from .timing import time_fn
+from .timing import time_side_by_side
 
 BERT_BASE = {"d_model": 768, "n_heads": 12, "d_ff": 3072, "n_layers": 12, "eps": 1e-12}
 SHAPES = ((8, 128), (1, 512))
@@ -77,18 +77,12 @@ def benchmark(shapes=SHAPES, warmup: int = 2, repeats: int = 7, threads: int | N
             naive = run_stack(blocks, x, "eager")
             diff_fused = (ours - ref).abs().max().item()
             diff_eager = (naive - ref).abs().max().item()
-            # Interleave the three so that a slow spell on a shared machine hits all of them.
-            times = {"torch": [], "ours_fused": [], "ours_eager": []}
-            calls = {
+            # Interleaved, so that a slow spell on a shared machine hits all three.
+            times = time_side_by_side({
                 "torch": lambda x=x: theirs(x),
                 "ours_fused": lambda x=x: run_stack(blocks, x, "fused"),
                 "ours_eager": lambda x=x: run_stack(blocks, x, "eager"),
-            }
-            for call in calls.values():
-                time_fn(call, warmup=warmup, repeats=1)
-            for _ in range(repeats):
-                for name, call in calls.items():
-                    times[name].extend(time_fn(call, warmup=0, repeats=1)["runs_s"])
+            }, warmup=warmup, rounds=repeats)
         run_stack(blocks, x, "fused")  # leave the blocks on the fused path
         med = {name: statistics.median(v) for name, v in times.items()}
         best = {name: min(v) for name, v in times.items()}

@@ -1,6 +1,7 @@
 """Timing: how long a call takes (CPU or GPU), how time grows with length, and the GPU sweep.
 
-* :func:`time_fn` times one callable (warm-up, then the median of several runs; CUDA events on a GPU).
+* :func:`time_fn` times one callable (warm-up, then the median of several runs; CUDA events on a GPU);
+  :func:`time_side_by_side` times several in turn, round after round.
 * :func:`attention_sweep` times attention alone over sequence lengths for several implementations.
 * :func:`allocation_sweep` times naive attention against the same arithmetic in buffers allocated once,
   and counts the fresh memory (page faults) a naive call takes: why its CPU slope can exceed 2.
@@ -115,6 +116,20 @@ def time_fn(fn, *args, warmup: int = 2, repeats: int = 5, device=None, **kwargs)
         "peak_bytes": peak,
         "baseline_bytes": baseline,
     }
+
+
+def time_side_by_side(calls: dict, warmup: int = 1, rounds: int = 5) -> dict:
+    """Time several callables in turn, round after round, so that a slow spell of a shared machine falls on all
+    of them alike: ``{name: [seconds of each round]}``. Compare them by their fastest rounds (``min``), which
+    a busy machine inflates least."""
+    require_positive_int("rounds", rounds)
+    for call in calls.values():
+        time_fn(call, warmup=warmup, repeats=1)
+    runs = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            runs[name] += time_fn(call, warmup=0, repeats=1)["runs_s"]
+    return runs
 
 
 def loglog_slope(xs, ys) -> float:

@@ -1,10 +1,10 @@
-"""The quizzes at the end of the notebooks (questions and scoring in :mod:`encoder_course.course.quiz`)."""
+"""The quizzes at the end of the notebooks (questions and scoring in :mod:`encoder_course.quizzes.quiz`)."""
 
 from __future__ import annotations
 
 import html
 
-from ..course.quiz import LETTERS, QuizSession
+from ..quizzes.quiz import LETTERS, QuizSession
 
 #: What the notebooks reach as ``widgets.<name>``.
 __all__ = ["quiz", "quiz_view"]
@@ -34,13 +34,13 @@ def quiz(notebook: str | None = None, seed: str | None = None):
     Returns:
         an ipywidgets ``VBox``; its ``.radios`` (one ``RadioButtons`` per question, value None until
         answered), ``.feedback`` (one ``HTML`` each), ``.score`` (an ``HTML``) and ``.session`` (the
-        :class:`~encoder_course.course.quiz.QuizSession`) are attributes, so the wiring is testable
+        :class:`~encoder_course.quizzes.quiz.QuizSession`) are attributes, so the wiring is testable
         without a browser.
     """
     import ipywidgets as W
 
     if notebook is None:
-        from ..course.manifest import notebook as find
+        from ..notebook_tools.manifest import notebook as find
 
         notebook = find("review").number
     session = QuizSession(notebook, seed)

@@ -25,7 +25,7 @@ from torch import nn
 import encoder_course as ec
 from encoder_course import checks
 from encoder_course.checks import ExerciseError
-from encoder_course.course import budgets
+from encoder_course.notebook_tools import budgets
 
 #: Processor seconds one check may take in the tests: only a gross regression reaches it (the budget,
 #: CHECK_BUDGET_S on a 2-core machine, is measured by ``python tests/checks/times.py``).
@@ -205,7 +205,7 @@ def catalogues() -> dict:
 
 def counts() -> tuple[int, int, int]:
     """How many wrong answers the catalogues hold, how many of them a probe names, and how many right
-    answers they hold (README states all three)."""
+    answers they hold (the maintainers' guide states all three)."""
     found = catalogues().values()
     return (sum(len(c.wrong) for c in found), sum(by_probe(w[0]) for c in found for w in c.wrong),
             sum(len(c.right) for c in found))

@@ -69,7 +69,7 @@ def test_whether_an_exercise_is_a_part_is_said_for_each_one():
 
 
 def test_each_exercise_belongs_to_a_notebook_of_the_manifest_in_course_order():
-    from encoder_course.course import manifest
+    from encoder_course.notebook_tools import manifest
 
     order = [manifest.notebook(ex.notebook).number for ex in EXERCISES.values()]
     assert order == sorted(order)
@@ -109,7 +109,7 @@ def test_import_encoder_course_loads_neither_checks_nor_plotting():
 
 def test_the_registry_and_the_manifest_load_no_torch():
     """The site, the CLI and README's map read the exercises without loading torch or any checker."""
-    code = ("import sys\nfrom encoder_course.course import manifest\n"
+    code = ("import sys\nfrom encoder_course.notebook_tools import manifest\n"
             "assert [ex.key for ex in manifest.notebook('03').exercises] == ['padding_mask', 'causal_mask']\n"
             "assert 'torch' not in sys.modules and 'encoder_course.checks._run' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)

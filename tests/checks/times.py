@@ -5,9 +5,9 @@ slowest checks (wall and processor seconds) and whether every check met the budg
 (``budgets.CHECK_BUDGET_S``, 2 s on a 2-core machine). The tests bound each check's processor time
 only loosely (``catalogue.CHECK_CEILING_S``), to catch a gross regression, not a slow machine.
 
-``--readme`` also rewrites README's figure for the catalogues (between its ``catalogue`` markers): how
+``--docs`` also rewrites the maintainers' guide's figure for the catalogues (between its ``catalogue`` markers): how
 many wrong answers they hold, how many of them a probe names, how many right ones, and the slowest
-check. With ``--no-timing`` it only counts (a second) and keeps README's slowest time as it was.
+check. With ``--no-timing`` it only counts (a second) and keeps the guide's slowest time as it was.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from checks.catalogue import catalogues, counts  # noqa: E402
 from encoder_course.checks import ExerciseError  # noqa: E402
-from encoder_course.course import budgets  # noqa: E402
+from encoder_course.notebook_tools import budgets  # noqa: E402
 
 BEGIN, END = "<!-- catalogue:begin -->", "<!-- catalogue:end -->"
 _SLOWEST = re.compile(r"the slowest of the \d+ took ([\d.]+) s")
@@ -45,8 +45,8 @@ def time_checks() -> list[tuple[float, float, str, str]]:
     return sorted(timed, reverse=True)
 
 
-def readme_figure(slowest_s: float) -> str:
-    """README's sentence about the catalogues, from what they hold now."""
+def figure(slowest_s: float) -> str:
+    """The maintainers' guide's sentence about the catalogues, from what they hold now."""
     wrong, probed, right = counts()
     text = (f"{wrong} wrong answers, each to be named: {wrong - probed} by a listed slip or a direct check, "
             f"{probed}, written unlike any listed slip, by a probe that varies one thing at a time; and "
@@ -56,23 +56,24 @@ def readme_figure(slowest_s: float) -> str:
     return textwrap.fill(text, width=104, initial_indent="  ", subsequent_indent="  ")
 
 
-def rewrite_readme(slowest_s: float | None, readme: pathlib.Path = ROOT / "README.md") -> None:
-    """Replace README's catalogue figure (``slowest_s`` None: keep the slowest time it states)."""
+def rewrite_guide(slowest_s: float | None, readme: pathlib.Path = ROOT / "docs" / "maintainers.md") -> None:
+    """Replace the maintainers' guide's catalogue figure (``slowest_s`` None: keep the slowest time it states)."""
     text = readme.read_text()
     pattern = re.compile(re.escape(BEGIN) + r"\n(.*?)\n\s*" + re.escape(END), re.S)
     found = pattern.search(text)
     if found is None:
-        raise SystemExit(f"README.md has no {BEGIN} ... {END} markers")
+        raise SystemExit(f"{readme} has no {BEGIN} ... {END} markers")
     if slowest_s is None:
         kept = _SLOWEST.search(" ".join(found.group(1).split()))
         slowest_s = float(kept.group(1)) if kept else float("nan")
-    readme.write_text(text[:found.start()] + f"{BEGIN}\n{readme_figure(slowest_s)}\n  {END}" + text[found.end():])
+    readme.write_text(text[:found.start()] + f"{BEGIN}\n{figure(slowest_s)}\n  {END}" + text[found.end():])
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--readme", action="store_true", help="rewrite README's figure for the catalogues")
-    parser.add_argument("--no-timing", action="store_true", help="count only (with --readme: keep the slowest time)")
+    parser.add_argument("--docs", "--readme", dest="docs", action="store_true",
+                        help="rewrite the maintainers' guide's figure for the catalogues (docs/maintainers.md)")
+    parser.add_argument("--no-timing", action="store_true", help="count only (with --docs: keep the slowest time)")
     args = parser.parse_args(argv)
     slowest, over = None, []
     if not args.no_timing:
@@ -83,9 +84,9 @@ def main(argv=None) -> int:
         over = [t for t in timed if t[0] >= budgets.CHECK_BUDGET_S]
         print(f"{len(over)} over the budget of {budgets.CHECK_BUDGET_S:g} s")
         slowest = timed[0][0]
-    if args.readme:
-        rewrite_readme(slowest)
-        print("README's figure for the catalogues rewritten")
+    if args.docs:
+        rewrite_guide(slowest)
+        print("The maintainers' guide's figure for the catalogues rewritten")
     return 1 if over else 0
 
 
