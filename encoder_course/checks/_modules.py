@@ -70,7 +70,33 @@ def _sub(name: str, module, path: str, shape=None):
             got = _shape(obj) if isinstance(obj, torch.Tensor) else type(obj).__name__
             raise ExerciseError(f"Your {name}'s `{path}` has shape {got}, expected {tuple(shape)}; keep "
                                 "the __init__ the exercise gives.")
+        _require_float32(name, path, obj)
     return obj
+
+
+def _require_float32(name: str, path: str, tensor: torch.Tensor) -> None:
+    """The contract's parameters are float32, as nn.Linear and nn.Parameter make them: the checker's random
+    weights would not survive another dtype (in int8 they are all 0), so another dtype is a failure."""
+    if tensor.dtype != torch.float32:
+        raise ExerciseError(f"Your {name}'s `{path}` is {str(tensor.dtype).replace('torch.', '')}; the exercise's "
+                            "parameters are float32 (nn.Linear's and nn.Parameter's default): keep the __init__ "
+                            "the exercise gives, without a dtype of your own.")
+
+
+def _contract_eps(name: str, module, path: str):
+    """The eps a LayerNorm of the learner's keeps, when it keeps one: a finite number in (0, 1e-3], as a
+    LayerNorm's eps is (1e-5 by default, 1e-12 in BERT). Anything else is a failure named here, never a value
+    the reference takes over (a NaN eps would make the reference NaN too). None when the module keeps no eps."""
+    eps = getattr(_sub(name, module, path) if path else module, "eps", None)
+    if eps is None:
+        return None
+    where = f"`{path}.eps`" if path else "`eps`"
+    if isinstance(eps, torch.Tensor) and eps.numel() == 1 and eps.dtype.is_floating_point:
+        eps = eps.item()
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or not 0 < eps <= 1e-3:
+        raise ExerciseError(f"Your {name}'s {where} is {eps!r}; a LayerNorm's eps is a small positive number "
+                            "(1e-5 by default): keep the eps the exercise gives.")
+    return float(eps)
 
 
 def _randomise(name: str, module: torch.nn.Module, paths, seed: int) -> None:
@@ -81,6 +107,7 @@ def _randomise(name: str, module: torch.nn.Module, paths, seed: int) -> None:
     g = _gen(seed)
     for path in paths:
         p = _sub(name, module, path)
+        _require_float32(name, path, p)
         if path.endswith("bias"):
             value = _randn(g, *p.shape, scale=0.3)
         elif p.dim() == 1:  # a norm's gain, some of it negative (an abs() or a clamp of gamma shows)

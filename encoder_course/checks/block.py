@@ -11,6 +11,7 @@ from ._modules import (
     _build,
     _call_module,
     _check_repeatable,
+    _contract_eps,
     _copy_params,
     _fresh_output,
     _module_gradients,
@@ -304,8 +305,8 @@ def check_encoder_block(cls):
             _randomise(name, cand, _BLOCK_PATHS, 41 + norm_first)
             _copy_params(name, cand, ref, _BLOCK_PATHS)
             for norm in ("norm1", "norm2"):
-                eps = getattr(_sub(name, cand, norm), "eps", None)
-                if isinstance(eps, float):
+                eps = _contract_eps(name, cand, norm)
+                if eps is not None:
                     getattr(ref, norm).eps = eps
             ref.eval()
             cases = [

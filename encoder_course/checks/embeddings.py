@@ -15,7 +15,7 @@ import re
 import torch
 
 from ._compare import _check_gradients, _close, _compare_output, _identical, probe
-from ._modules import _build, _call_inputs, _copy_params, _randomise, _setting_probe, _sub
+from ._modules import _build, _call_inputs, _contract_eps, _copy_params, _randomise, _setting_probe, _sub
 from ._run import ExerciseError, _checker, _gen
 from .registry import exercise
 
@@ -314,8 +314,8 @@ def _prepare(name, cls, cfg, seed):
     _randomise(name, cand, paths, seed)
     _copy_params(name, cand, ref, paths)
     if cfg.embedding_norm:
-        eps = getattr(_sub(name, cand, "norm"), "eps", None)
-        if isinstance(eps, float):
+        eps = _contract_eps(name, cand, "norm")
+        if eps is not None:
             ref.norm.eps = eps
     return cand, ref.eval(), paths
 

@@ -16,7 +16,7 @@ import re
 import torch
 
 from ._compare import _check_gradients, _close, _compare_output, _identical, probe
-from ._modules import _build, _call_inputs, _copy_params, _randomise, _sub
+from ._modules import _build, _call_inputs, _contract_eps, _copy_params, _randomise, _sub
 from ._run import ExerciseError, _checker, _gen
 from .registry import exercise
 
@@ -224,8 +224,8 @@ def _copy_eps(name, cand, ref) -> None:
     """Give the reference's LayerNorms the learner's eps (their LayerNorm may keep it under that name)."""
     for path, module in ref.named_modules():
         if type(module).__name__ == "LayerNorm":
-            eps = getattr(_sub(name, cand, path), "eps", None)
-            if isinstance(eps, float):
+            eps = _contract_eps(name, cand, path)
+            if eps is not None:
                 module.eps = eps
 
 

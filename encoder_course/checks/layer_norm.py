@@ -11,6 +11,7 @@ from ._modules import (
     _build,
     _call_module,
     _check_repeatable,
+    _contract_eps,
     _copy_params,
     _fresh_output,
     _module_gradients,
@@ -179,8 +180,8 @@ def check_layer_norm(cls):
             rebuild = functools.partial(_build, name, cls, d_model, eps=eps)
             ref = Reference(d_model, eps=eps, implementation="eager")
         cand = rebuild()
-        default_eps = getattr(cand, "eps", None)
-        if eps is None and isinstance(default_eps, float) and default_eps != 1e-5:
+        default_eps = _contract_eps(name, cand, "")
+        if eps is None and default_eps is not None and default_eps != 1e-5:
             raise ExerciseError(
                 f"Your {name}'s default eps is {default_eps:g}; the exercise's (and nn.LayerNorm's) is 1e-5. "
                 "Keep the __init__ the exercise gives: def __init__(self, d_model, eps=1e-5)."

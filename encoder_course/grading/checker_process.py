@@ -30,6 +30,7 @@ from pathlib import Path
 from . import sandbox
 
 OUTPUT_CAP = 64 * 1024
+MEMORY_POLL_S = 0.2  # how often a job's processes' memory is added up
 VERDICT_CAP = 256 * 1024
 START_TIMEOUT = 360.0
 STATUSES = ("passed", "failed", "not attempted", "error")
@@ -114,7 +115,7 @@ class VerdictRunner:
         if container is not None:
             container.kill()
         if inner is not None:
-            sandbox.kill_tree(sandbox.descendants(inner))
+            sandbox.kill_all_below(inner)
             with contextlib.suppress(OSError):
                 os.kill(inner, signal.SIGCONT)
 
@@ -176,8 +177,16 @@ class VerdictRunner:
         deadline = time.monotonic() + self.timeout
         line, output, printed = b"", b"", 0
         reading = [verdict_r, out_r]
+        watched = self.inner if self.plan.mode != "container" else None  # (a container has its own limit)
         while verdict_r in reading and time.monotonic() < deadline:
-            for fd in select.select(reading, [], [], max(0.0, deadline - time.monotonic()))[0]:
+            # The memory limit holds for the job's processes together (the checker, the learner's process and
+            # whatever it starts), measured every MEMORY_POLL_S: each process alone is limited by the kernel.
+            if watched is not None and sandbox.tree_memory_mb(watched) > self.plan.memory_mb:
+                self._kill_jobs()
+                return Outcome("failed", f"the answer's processes used more than {self.plan.memory_mb} MB of memory "
+                               "together (the limit holds for all of them at once); it was stopped", "", printed)
+            wait = min(MEMORY_POLL_S, max(0.0, deadline - time.monotonic()))
+            for fd in select.select(reading, [], [], wait)[0]:
                 data = os.read(fd, 65536)
                 if not data:
                     reading.remove(fd)
@@ -186,6 +195,10 @@ class VerdictRunner:
                     output += data[:OUTPUT_CAP - len(output)]
                 elif len(line) < VERDICT_CAP:
                     line += data
+        if watched is not None and sandbox.tree_memory_mb(watched) > self.plan.memory_mb:  # (a verdict that came
+            self._kill_jobs()  # between two looks at the memory counts no more than one before them)
+            return Outcome("failed", f"the answer's processes used more than {self.plan.memory_mb} MB of memory "
+                           "together (the limit holds for all of them at once); it was stopped", "", printed)
         text = output.decode("utf-8", "replace")
         found = parse_verdict(line)
         if found is not None:

@@ -35,6 +35,7 @@ TRAILING = ["total", "max", "status", "file", "notes"]
 SKIPPED_DIRS = {".ipynb_checkpoints", "__pycache__", ".git"}
 MAX_BYTES = 50 * 1024 * 1024
 MAX_DEPTH = 64  # a notebook nests about 6 deep; deeper JSON is refused before anything walks it
+MAX_FOLDER_DEPTH = 32  # student/assignment/... is a few levels; a deeper folder gets one row, not a walk
 ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 HIDDEN = ("Cc", "Cf", "Cs", "Zl", "Zp")  # escaped: controls, format (bidirectional, zero-width), surrogates, separators
 
@@ -133,18 +134,23 @@ def _nbgrader_submitted(root: str) -> str | None:
     return None
 
 
-def discover(paths, exclude=()) -> tuple[list[Submission], list[str]]:
-    """Every file under ``paths`` as a :class:`Submission` (nothing dropped), and the folders graded."""
+def discover(paths, exclude=(), listed: list | None = None) -> tuple[list[Submission], list[str]]:
+    """Every file under ``paths`` as a :class:`Submission` (nothing dropped), and the folders graded. The files
+    go into ``listed`` as they are found, so that a run interrupted while listing still has their rows."""
     exclude = {os.path.realpath(e) for e in exclude if e}
     paths = [Path(_nbgrader_submitted(os.path.realpath(p)) or p) if Path(p).is_dir() else Path(p) for p in paths]
     roots = [os.path.realpath(p) for p in paths if p.is_dir()]
-    listed = []
+    listed = [] if listed is None else listed
     for p in paths:
         if not p.is_dir():
             listed.append(_entry(p, p.name, roots, given=True))
             continue
         root = os.path.realpath(p)
-        for folder, dirs, files in os.walk(root, followlinks=False):
+        for folder, dirs, files, problem in _walk(root):
+            if problem:  # a folder the grader cannot list, or one nested too deeply: a row of its own
+                listed.append(_submission(Path(folder), os.path.relpath(folder, root) if folder != root else
+                                          os.path.basename(root), problem))
+                continue
             kept = []
             for d in sorted(dirs):
                 full = os.path.join(folder, d)
@@ -165,6 +171,33 @@ def discover(paths, exclude=()) -> tuple[list[Submission], list[str]]:
                     continue
                 listed.append(_entry(Path(full), os.path.relpath(full, root), roots))
     return listed, roots
+
+
+def _walk(root: str):
+    """``os.walk`` without its recursion (a folder 1,000 levels deep would end the run in RecursionError) and
+    without its silence: yields ``(folder, dirs, files, problem)``, where ``problem`` names a folder that cannot
+    be listed (mode 000, say) or lies deeper than MAX_FOLDER_DEPTH, so that it gets a row. Like os.walk, the
+    caller may prune ``dirs``; links are listed among the files' names' folders, never followed."""
+    stack = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        if depth > MAX_FOLDER_DEPTH:
+            yield folder, [], [], f"a folder nested more than {MAX_FOLDER_DEPTH} levels deep (not graded)"
+            continue
+        try:
+            with os.scandir(folder) as listing:
+                dirs, files = [], []
+                for item in listing:
+                    try:
+                        is_dir = item.is_dir(follow_symlinks=False) or item.is_symlink() and os.path.isdir(item.path)
+                    except OSError:
+                        is_dir = False
+                    (dirs if is_dir else files).append(item.name)
+        except OSError as exc:
+            yield folder, [], [], "unreadable folder: " + (exc.strerror or type(exc).__name__)
+            continue
+        yield folder, dirs, files, ""
+        stack.extend((os.path.join(folder, d), depth + 1) for d in sorted(dirs, reverse=True))
 
 
 def _entry(path: Path, rel: str, roots: list[str], given: bool = False) -> Submission:
@@ -400,7 +433,33 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
         if target and not Path(target).resolve().parent.is_dir():
             out.write(f"cannot write {escape(target)}: its folder does not exist\n")
             return [], 2
-    entries, roots = discover(paths, exclude=[csv_path, details_path])
+    previous, caught = {}, [signal.SIGINT]
+
+    def stop(signum, frame):  # (a BaseException: no `except Exception` on the way makes it a graded error)
+        for sig in previous:  # one is enough: the wrap-up (killing, saving, printing) is not interrupted
+            signal.signal(sig, signal.SIG_IGN)
+        caught.append(signum)
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(ValueError, OSError):  # not the main thread
+            previous[sig] = signal.signal(sig, stop)
+    try:
+        return _grade(paths, solutions, solutions_dir, csv_path=csv_path, details_path=details_path,
+                      timeout=timeout, resume=resume, isolate=isolate, memory_mb=memory_mb, out=out, image=image,
+                      jobs=jobs, trust=trust, caught=caught)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _grade(paths, solutions, solutions_dir, *, csv_path, details_path, timeout, resume, isolate, memory_mb, out,
+           image, jobs, trust, caught) -> tuple[list[Submission], int]:
+    entries = []
+    try:
+        roots = discover(paths, exclude=[csv_path, details_path], listed=entries)[1]
+    except KeyboardInterrupt:
+        return _before_grading(entries, caught, csv_path, details_path, resume, out)
     if not entries:
         out.write("no files found to grade\n")
         return [], 2
@@ -417,9 +476,11 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
     done = {row.get("file") for row in kept_rows}
     todo = [e for e in entries if cell(e.file) not in done]
     graded = [e for e in todo if e.nb is not None]
-    for e in graded:
-        e.cells = S.code_cells(e.nb)
-        e.solution, e.how = S.match(solutions, e.cells, e.path.name)
+    try:
+        for e in list(graded):
+            _prepare(e, solutions, graded)
+    except KeyboardInterrupt:
+        return _before_grading(entries, caught, csv_path, details_path, resume, out)
     used = {ex.key for e in graded if e.solution for ex in e.solution.exercises} | {k for row in kept_rows for k in row}
     keys = [k for k in dict.fromkeys(ex.key for m in solutions for ex in m.exercises) if k in used]
     # Hidden from the learner's processes: the folders graded and those of files named one by one (a folder
@@ -439,17 +500,6 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
         local.runner = getattr(local, "runner", None) or free.pop()
         return grade_entry(entry, local.runner)
 
-    previous, caught = {}, [signal.SIGINT]
-
-    def stop(signum, frame):  # (a BaseException: no `except Exception` on the way makes it a graded error)
-        for sig in previous:  # one is enough: the wrap-up (killing, saving, printing) is not interrupted
-            signal.signal(sig, signal.SIG_IGN)
-        caught.append(signum)
-        raise KeyboardInterrupt
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(ValueError, OSError):  # not the main thread
-            previous[sig] = signal.signal(sig, stop)
     before = set(sandbox.descendants())
     sandbox.prctl(sandbox.PR_SET_CHILD_SUBREAPER, 1)  # what a killed fork server leaves behind comes here
     sandbox.prctl(sandbox.PR_SET_DUMPABLE, 0)  # a learner's process of this user cannot read this one's memory
@@ -489,8 +539,6 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
             r.close()
         sandbox.kill_tree([p for p in sandbox.descendants() if p not in before])
         sandbox.prctl(sandbox.PR_SET_CHILD_SUBREAPER, 0)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     results.sort(key=todo.index)
     if results:
         out.write("\n" + summary(results, keys) + "\n")
@@ -498,6 +546,33 @@ def grade(paths, *, csv_path="grades.csv", details_path=None, timeout: float = 6
         _save(csv_path, details_path, kept_rows, results, keys)
         out.write(f"\nwrote {escape(csv_path)}" + (f" and {escape(details_path)}" if details_path else "") + "\n")
     return results, code
+
+
+def _prepare(entry: Submission, solutions, graded: list) -> None:
+    """Read a notebook's cells and match it to its solution; a file the grader cannot read that far gets its
+    row saying so (and leaves ``graded``), and the run goes on."""
+    try:
+        entry.cells = S.code_cells(entry.nb)
+        entry.solution, entry.how = S.match(solutions, entry.cells, entry.path.name)
+    except (Exception, RecursionError, MemoryError) as exc:
+        entry.nb, entry.cells, entry.solution = None, [], None
+        _set(entry, "unreadable", f"the grader could not read its cells ({type(exc).__name__})")
+        graded.remove(entry)
+
+
+def _before_grading(entries, caught, csv_path, details_path, resume, out) -> tuple[list[Submission], int]:
+    """Interrupted before any exercise ran: save the rows already decided (files that are not notebooks, or
+    cannot be read), so that ``--resume`` grades only the notebooks."""
+    code = 128 + caught[-1]
+    kept_rows = read_csv(csv_path) if resume and csv_path else []
+    done = {row.get("file") for row in kept_rows}
+    decided = [e for e in entries if e.nb is None and cell(e.file) not in done]
+    keys = list(dict.fromkeys(k for row in kept_rows for k in row if k not in FIXED + TRAILING))
+    if csv_path and (decided or kept_rows):
+        _save(csv_path, details_path, kept_rows, decided, keys)
+    out.write(f"\ninterrupted ({signal.Signals(code - 128).name}) before grading began: {len(decided)} row(s) of "
+              "files that are not notebooks saved; run again with --resume to grade the rest\n")
+    return decided, code
 
 
 def _save(csv_path, details_path, kept_rows, results, keys) -> None:

@@ -21,6 +21,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,6 +110,13 @@ def needed_paths() -> list[str]:
     paths.update(sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib"))
     here = os.path.realpath(os.getcwd())  # on sys.path under `python -m`: the teacher's folder, not a library
     paths.update(p for p in sys.path if p and os.path.realpath(p) != here)
+    # A checkout of the course (not an installed package): only its package is needed, never the rest of it
+    # (its history, the teacher's gradebook or class folder kept there, the folders beside it).
+    root = os.path.realpath(course_root())
+    libraries = {os.path.realpath(p) for p in [*site.getsitepackages(), *(sysconfig.get_paths()[k] for k in (
+        "purelib", "platlib"))]}
+    if root not in libraries:
+        paths = {p for p in paths if not p or os.path.realpath(p) != root} | {os.path.join(root, "encoder_course")}
     kept = []
     for p in sorted({os.path.realpath(p) for p in paths if p and os.path.isdir(p)}):
         if not any(_under(p, k) for k in kept):  # drop a path inside one already kept
@@ -143,6 +151,28 @@ def plan_exposure(paths: list[str]) -> tuple[list, list[str]]:
     return [[k, sorted(set(v))] for k, v in sorted(cover.items())], problems
 
 
+# Top-level folders of the host that a learner's process sees as they are (read-only for ``nobody``): the
+# system's programs, libraries and configuration, and the kernel's. Every other one is covered.
+SEEN_AS_THEY_ARE = (*SYSTEM_DIRS, "/dev", "/proc", "/sys", "/tmp")
+
+
+def cover_the_host(needed: list[str], blocked: list) -> list:
+    """``plan.expose`` for root mode: every top-level folder of the host outside SEEN_AS_THEY_ARE (``/home``,
+    ``/root``, ``/run``, ``/var``, ``/srv``, the folder of the checkout, ...) covered by an empty tmpfs, with
+    only the needed folders inside it bound back. So a learner's process reads nothing of the machine but the
+    system, Python and the course package, and finds no world-writable folder (``/run/lock``, say) to leave
+    files in for a later job. ``blocked`` (folders ``nobody`` may not enter) are kept where no top folder
+    covers them already."""
+    tops = []
+    with contextlib.suppress(OSError):
+        tops = sorted(e.path for e in os.scandir("/")
+                      if e.is_dir(follow_symlinks=False) and e.path not in SEEN_AS_THEY_ARE)
+    cover = [[top, sorted(n for n in needed if _under(n, top) and n != top)] for top in tops
+             if not any(n == top for n in needed)]
+    covered = [c for c, _ in cover]
+    return cover + [[c, shown] for c, shown in blocked if not any(_under(c, t) for t in covered)]
+
+
 def root_cannot_isolate() -> str:
     """Why root mode cannot isolate here ('' when it can): it needs new namespaces, and ``nobody`` must be
     able to read the Python environment and the course once the folders on the way are covered."""
@@ -166,7 +196,7 @@ def make_plan(mode: str, *, hide=(), hide_files=(), memory_mb=4096, cpu_s=120) -
             plan.hide.append(h)
     plan.hide_files = sorted({os.path.realpath(f) for f in hide_files})
     if mode == "root":
-        plan.expose = plan_exposure(needed)[0]
+        plan.expose = cover_the_host(needed, plan_exposure(needed)[0])
         plan.keep_in_tmp = [n for n in needed if any(n.startswith(t + "/") for t in PRIVATE_TMP)]
     if plan.keep_in_tmp:
         plan.warnings.append("the Python environment or the course lies under a temporary folder ("
@@ -222,11 +252,13 @@ def bwrap_command(plan: Plan) -> list[str]:
     for p in bound:
         cmd += ["--ro-bind", p, p]
     visible = lambda path: any(_under(path, p) and path != p for p in bound + list(SYSTEM_DIRS))  # noqa: E731
+    hidden = []
     for h in plan.hide:  # (never one that holds what must stay visible)
         if visible(h) and not any(_under(p, h) for p in bound):
             cmd += ["--tmpfs", h, "--remount-ro", h]
-    for f in plan.hide_files:
-        if visible(f) and os.path.isfile(f):
+            hidden.append(h)
+    for f in plan.hide_files:  # (a file in a folder hidden above is gone already: no mount point to make there)
+        if visible(f) and os.path.isfile(f) and not any(_under(f, h) for h in hidden):
             cmd += ["--ro-bind", "/dev/null", f]
     return cmd
 
@@ -370,13 +402,62 @@ def enter(plan: Plan, job_dir: str) -> None:
 
 
 def descendants(pid: int | None = None) -> list:
-    """psutil Processes below ``pid`` (this process by default)."""
+    """psutil Processes below ``pid`` (this process by default), from one pass over the process table: a
+    process that ends meanwhile is left out, never the whole answer (psutil's ``children`` gives up)."""
     import psutil
 
-    try:
-        return psutil.Process(pid or os.getpid()).children(recursive=True)
-    except psutil.Error:
-        return []
+    below: dict[int, list] = {}
+    for p in psutil.process_iter(["ppid"]):
+        if p.info["ppid"] is not None:
+            below.setdefault(p.info["ppid"], []).append(p)
+    found, stack = [], [pid or os.getpid()]
+    while stack:
+        for child in below.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child.pid)
+    return found
+
+
+def tree_memory_mb(pid: int) -> float:
+    """The memory of everything below ``pid`` together: the sum of the processes' proportional set sizes
+    (pages shared with the warm fork server, or among them, counted once in all), in MB."""
+    total_kb = 0
+    for p in descendants(pid):
+        with contextlib.suppress(OSError, ValueError):
+            with open(f"/proc/{p.pid}/smaps_rollup", "rb") as handle:
+                for line in handle:
+                    if line.startswith(b"Pss:"):
+                        total_kb += int(line.split()[1])
+                        break
+    return total_kb / 1024
+
+
+def living(procs) -> list:
+    """The processes that still run (a zombie has ended: only its parent's wait is missing)."""
+    import psutil
+
+    alive = []
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            if p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(p)
+    return alive
+
+
+def kill_all_below(pid: int, seconds: float = 5.0) -> None:
+    """SIGKILL everything below ``pid``, again and again until nothing is left: a chain of forks that starts
+    new processes while the first ones die cannot outlive its job."""
+    import psutil
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        procs = living(descendants(pid))
+        if not procs:
+            return
+        for p in procs:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        psutil.wait_procs(procs, timeout=0.5)
 
 
 def kill_tree(procs) -> None:

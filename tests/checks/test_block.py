@@ -748,4 +748,22 @@ class BlkOneDrop(BB):
         return self.norm2(x + self.dropout1(self.ffn(x)))
 
 
+# What the learner's side reports is checked against the contract, never taken on trust (grading round 6).
+
+
+@wrong("block-nan-eps", C_BLK, "norm eps set to NaN (a reference that copied it would be NaN too)",
+       "eps is a small positive number")
+class BlockNanEps(BlockRight):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.norm1.eps = self.norm2.eps = float("nan")
+
+
+@wrong("block-huge-eps", C_BLK, "norm eps of 1e6 (the normalising vanishes)", "eps is a small positive number")
+class BlockHugeEps(BlockRight):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.norm1.eps = self.norm2.eps = 1e6
+
+
 test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
@@ -331,6 +332,29 @@ class FFDict(FB):
         h = torch.einsum("...d,fd->...f", x, self.w1.weight) + self.w1.bias
         h = self.acts[self.activation](h)
         return torch.einsum("...f,df->...d", h, self.w2.weight) + self.w2.bias
+
+
+# What the learner's side reports is checked against the contract, never taken on trust (grading round 6).
+
+
+@wrong("ff-signature-hides-activation", C_FF, "takes activation but reports a signature without it, always GELU",
+       "should use ReLU")
+class FFHiddenActivation(FB):
+    __signature__ = inspect.Signature([inspect.Parameter("d_model", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+                                       inspect.Parameter("d_ff", inspect.Parameter.POSITIONAL_OR_KEYWORD)])
+
+    def forward(self, x):
+        return self.w2(F.gelu(self.w1(x)))
+
+
+@wrong("ff-float64-weights", C_FF, "weights made float64 in __init__", "are float32")
+class FFDouble(FB):
+    def __init__(self, d_model, d_ff, activation="gelu"):
+        super().__init__(d_model, d_ff, activation)
+        self.double()
+
+    def forward(self, x):
+        return self.w2(self.act(self.w1(x.double()))).float()
 
 
 test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()

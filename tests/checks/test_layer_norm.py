@@ -403,4 +403,17 @@ class LNResc(LB):
         return self.weight * (x - x.mean(-1, keepdim=True)) / torch.sqrt(v + self.eps) + self.bias
 
 
+# What the learner's side reports is checked against the contract, never taken on trust (grading round 6).
+
+
+@wrong("ln-nan-eps", C_LN, "self.eps = nan, whatever eps is given", "eps is a small positive number")
+class LNNanEps(LB):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__(d_model, eps)
+        self.eps = float("nan")
+
+    def forward(self, x):
+        return x * self.eps
+
+
 test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()

@@ -832,4 +832,20 @@ class MHAH1Right(MB):
         return self.w_o(self.merge(h))
 
 
+# What the learner's side reports is checked against the contract, never taken on trust (grading round 6).
+
+
+@wrong("mha-int8-weights", C_MHA, "int8 weights (random weights become 0) and an output of zeros",
+       "are float32")
+class MHAInt8(MB):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads)
+        for layer in (self.w_q, self.w_k, self.w_v, self.w_o):
+            layer.weight = nn.Parameter(torch.zeros_like(layer.weight, dtype=torch.int8), requires_grad=False)
+            layer.bias = nn.Parameter(torch.zeros_like(layer.bias, dtype=torch.int8), requires_grad=False)
+
+    def forward(self, x, mask=None):
+        return torch.zeros_like(x)
+
+
 test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()

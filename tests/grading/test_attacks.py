@@ -10,6 +10,7 @@ bubblewrap, without ``--trust-submissions``.
 from __future__ import annotations
 
 import csv
+import glob
 import hashlib
 import json
 import os
@@ -22,6 +23,8 @@ from pathlib import Path
 
 import pytest
 from grading_helpers import RIGHT, ROOT, SOLUTIONS, WRONG, solved, write
+
+from encoder_course.grading import sandbox
 
 pytestmark = pytest.mark.notebooks
 ATTACKS = sorted((ROOT / "tests" / "grading" / "attacks").glob("*.py"))
@@ -75,12 +78,18 @@ def _grade_and_check(tmp_path: Path, command_prefix: list[str], owner: int | Non
     assert rows["deeply_nested.ipynb"]["status"] != "graded"
     # nothing outside the rows changed: submissions, solutions, the course's checkers
     assert _digest(Path(p) for p in watched) == watched
-    planted = [p for p in Path("/tmp").glob(".ipython/**/00-evil.py") if p.stat().st_mtime >= started]
+    # Only where the attacks write, never a walk of the host's /tmp (someone else's deep folder there would end it).
+    planted = [p for p in (Path("/tmp/.ipython/profile_default/startup/00-evil.py"),
+                           Path.home() / ".ipython/profile_default/startup/00-evil.py",
+                           ROOT / "tests/ipython_profile/profile_default/startup/00-evil.py")
+               if p.exists() and p.stat().st_mtime >= started]
     assert not planted, planted
     # nothing left running, no large file left behind in the host's /tmp
     left = subprocess.run(["pgrep", "-f", "attack_fork_bomb|time.sleep\\(120\\)"], capture_output=True, text=True)
     assert not left.stdout.strip(), left.stdout
-    assert not [p for p in Path("/tmp").glob("**/fill.bin") if p.stat().st_mtime >= started]
+    places = [Path("/tmp/fill.bin"), Path("/dev/shm/fill.bin"), tmp_path / "fill.bin",
+              *(Path(d) / "fill.bin" for d in glob.glob(f"/tmp/{sandbox.RUN_PREFIX}*/job-*"))]
+    assert not [p for p in places if p.exists() and p.stat().st_mtime >= started]
     return log + f"\n({time.monotonic() - start:.0f} s)"
 
 

@@ -143,11 +143,15 @@ def test_an_environment_under_tmp_stays_importable_in_the_private_tmp(tmp_path):
     from grading_helpers import ROOT
 
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
     site = subprocess.run([str(venv / "bin" / "python"), "-c", where], capture_output=True, text=True,
                           check=True).stdout.strip()
     assert site.startswith("/tmp/") and sysconfig.get_paths()["purelib"] != site, site
+    # The new environment sees this one's packages, whether this one is the system's Python or a virtual
+    # environment (whose packages --system-site-packages would not reach): its .pth files are read too.
+    outer = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
+    (Path(site) / "outer.pth").write_text("".join(f"import site; site.addsitedir({d!r})\n" for d in outer))
     (Path(site) / "late_module.py").write_text("LATE = True\n")  # imported by nothing before the check
     answer = ("def padding_mask(token_ids, pad_id):\n    import late_module  # first imported here\n"
               "    return (token_ids != pad_id)[:, None, None, :]\n")
@@ -191,3 +195,60 @@ def test_a_gradebook_written_in_tmp_itself_hides_nothing_the_grader_needs(tmp_pa
     finally:
         csv_path.unlink(missing_ok=True)
     assert code == 0 and results[0].checks == {"padding_mask": "passed", "causal_mask": "passed"}, results[0].messages
+
+
+def test_the_memory_limit_holds_for_a_jobs_processes_together(tmp_path):
+    """Three children of 1.5 GB each, every one under the 4,096 MB limit of a process, 4.5 GB together: the
+    right answer they wait beside earns nothing."""
+    hog = ("import os, time\nready = []\nfor _ in range(3):\n    r, w = os.pipe()\n    if os.fork() == 0:\n"
+           "        block = bytearray(1536 << 20)\n        block[::4096] = b'x' * len(block[::4096])\n"
+           "        os.write(w, b'.')\n        time.sleep(600)\n        os._exit(0)\n    ready.append(r)\n"
+           "for r in ready:\n    os.read(r, 1)\n")
+    write(tmp_path / "class", "hog.ipynb", solved(padding_mask=hog + RIGHT["padding_mask"],
+                                                  causal_mask=RIGHT["causal_mask"]))
+    log = io.StringIO()
+    results, code = grade([tmp_path / "class"], csv_path=tmp_path / "g.csv", timeout=60, solutions_dir=SOLUTIONS,
+                          out=log, isolate="none", memory_mb=4096)
+    assert code == 0, log.getvalue()
+    (result,) = results
+    assert result.checks == {"padding_mask": "failed", "causal_mask": "passed"}, (result.checks, result.messages)
+    assert "more than 4096 MB of memory together" in result.messages["padding_mask"]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="the protected mode needs root")
+def test_a_job_sees_nothing_of_the_machine_but_python_and_the_course_package(tmp_path):
+    """Round 6: a submission read the checkout's history, the folders beside it and the gradebook kept in the
+    checkout (README's layout) into its feedback, and left 5 MB in a world-writable host folder that a later
+    job read. Now the job's view of the host is the system, Python and the course package only."""
+    from grading_helpers import ROOT
+
+    secret = "TEACHERS-EYES-ONLY"
+    beside = Path(tempfile.mkdtemp(prefix=".grade-beside-", dir=ROOT.parent))
+    gradebook = ROOT / f".grades-{beside.name}.csv"
+    try:
+        (beside / "notes.txt").write_text(secret)
+        gradebook.write_text(f"student,notebook\nclassmate,{secret}\n")
+        targets = [str(ROOT / ".git" / "HEAD"), str(ROOT / "README.md"), str(beside / "notes.txt"), str(gradebook)]
+        spy = ("import os\nseen = []\n"
+               f"for path in {targets!r}:\n"
+               "    try:\n        seen.append(open(path).read()[:200])\n    except OSError as exc:\n"
+               "        seen.append(type(exc).__name__)\n"
+               "for folder in ('/run/lock', '/var/tmp', '/dev/shm', '/var/lock', '/run'):\n"
+               "    try:\n        open(os.path.join(folder, 'left-behind'), 'wb').write(b'x' * (1 << 20))\n"
+               "        seen.append('wrote ' + folder)\n    except OSError:\n        pass\n"
+               "raise ValueError('SEEN ' + repr(seen))\n")
+        write(tmp_path / "class", "spy.ipynb", solved(padding_mask=spy, causal_mask=RIGHT["causal_mask"]))
+        log = io.StringIO()
+        results, code = grade([tmp_path / "class"], csv_path=tmp_path / "g.csv", timeout=60, solutions_dir=SOLUTIONS,
+                              out=log)
+        assert code == 0 and "as uid 65534" in log.getvalue(), log.getvalue()
+        message = results[0].messages["padding_mask"]
+        assert "SEEN" in message, message
+        assert secret not in message and "ref:" not in message and "Build the Transformer" not in message, message
+        for folder in ("/run/lock", "/var/tmp", "/dev/shm", "/run"):
+            assert not os.path.exists(os.path.join(folder, "left-behind")), folder
+    finally:
+        import shutil
+
+        shutil.rmtree(beside, ignore_errors=True)
+        gradebook.unlink(missing_ok=True)

@@ -286,3 +286,159 @@ def test_a_docker_client_without_its_daemon_does_not_hide_podman(tmp_path, monke
     (tmp_path / "podman").unlink()
     engine, why = sandbox.container_engine()
     assert engine is None and "docker says 1" in why
+
+
+# -- round 6: the grader's own process never parses, walks or matches a submission without a bound --------
+
+
+def _with_cell(source: str) -> dict:
+    nb = learner()
+    nb["cells"].append({"cell_type": "code", "metadata": {}, "source": source, "outputs": [],
+                        "execution_count": None})
+    return nb
+
+
+HOSTILE_CELLS = {
+    "plus_terms": "x = 1" + " + 1" * 5000,  # past the parser's recursion limit
+    "minus_signs": "x = " + "-" * 10_000 + "1",  # past the parser's memory for nesting
+    "colon_lines": "a:\n" * 400_000,  # a regex that spans lines would be quadratic in these 1.2 MB
+    "sixteen_mb": "y = 1\n" * 2_800_000,  # 16 MB: its syntax tree would take gigabytes
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_CELLS))
+def test_a_hostile_cell_is_read_in_bounded_time_and_memory(name):
+    import time
+    import tracemalloc
+
+    nb = _with_cell(HOSTILE_CELLS[name])
+    tracemalloc.start()
+    cpu = time.process_time()
+    try:
+        cells = S.code_cells(nb)
+        S.match(S.load_solutions(SOLUTIONS), cells, "03_masks.ipynb")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    cpu = time.process_time() - cpu
+    size = len(HOSTILE_CELLS[name])
+    assert peak < 40 * size + (200 << 20), f"{peak >> 20} MB for a cell of {size >> 10} kB"
+    assert cpu < 60, f"{cpu:.0f} s of processor time for a cell of {size >> 10} kB"  # (a hang, not a budget)
+
+
+def test_a_deep_or_unreadable_folder_gets_a_row_and_stops_nothing(tmp_path, monkeypatch):
+    folder = tmp_path / "class"
+    write(folder, "alice/03_masks.ipynb", learner())
+    deep = folder / "bob"
+    levels = [deep / Path(*["d"] * n) if n else deep for n in range(1101)]  # os.walk would end in RecursionError
+    for level in levels:  # (os.makedirs and shutil.rmtree recurse too)
+        level.mkdir()
+    (levels[-1] / "x.ipynb").write_text("{}")
+    locked = folder / "carol"
+    write(locked, "03_masks.ipynb", learner())
+    real_scandir = os.scandir
+
+    def scandir(path):  # mode 000 as an ordinary user (root reads it anyway)
+        if os.fspath(path) == str(locked):
+            raise PermissionError(13, "Permission denied")
+        return real_scandir(path)
+
+    monkeypatch.setattr(G.os, "scandir", scandir)
+    entries, _ = G.discover([folder])
+    by_file = {e.file: e for e in entries}
+    assert by_file["alice/03_masks.ipynb"].nb is not None
+    assert by_file["carol"].status == "unreadable folder: Permission denied"
+    too_deep = [e for e in entries if e.status.startswith("a folder nested more than")]
+    assert len(too_deep) == 1 and too_deep[0].student == "bob", [(e.file, e.status) for e in entries]
+    (levels[-1] / "x.ipynb").unlink()
+    for level in reversed(levels):
+        level.rmdir()
+
+
+def test_a_file_the_grader_cannot_read_gets_its_row_and_the_run_goes_on(tmp_path, monkeypatch):
+    folder = tmp_path / "class"
+    write(folder, "a.ipynb", learner())
+    write(folder, "b.ipynb", solved(padding_mask=RIGHT["padding_mask"]))
+    real = S.code_cells
+
+    def code_cells(nb):
+        if any("EXPLODE" in "".join(c.get("source", "")) for c in nb["cells"]):
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(nb)
+
+    write(folder, "c.ipynb", _with_cell("EXPLODE"))
+    monkeypatch.setattr(S, "code_cells", code_cells)
+    log = io.StringIO()
+    results, code = G.grade([folder], csv_path=tmp_path / "g.csv", solutions_dir=SOLUTIONS, isolate="none", out=log)
+    rows = {row["file"]: row for row in G.read_csv(tmp_path / "g.csv")}
+    assert code == 0 and set(rows) == {"a.ipynb", "b.ipynb", "c.ipynb"}, log.getvalue()
+    assert rows["c.ipynb"]["status"] == "unreadable" and "RecursionError" in rows["c.ipynb"]["notes"]
+    assert rows["b.ipynb"]["padding_mask"] == "1"
+
+
+def test_a_run_interrupted_before_grading_saves_the_rows_it_has(tmp_path, monkeypatch):
+    folder = tmp_path / "class"
+    write(folder, "a_broken.ipynb", "{not json")
+    write(folder, "b.ipynb", learner())
+    write(folder, "c_later.ipynb", learner())
+    real = G._entry
+
+    def entry(path, rel, roots, given=False):
+        if rel == "c_later.ipynb":
+            raise KeyboardInterrupt  # Ctrl-C while the folder is being listed
+        return real(path, rel, roots, given)
+
+    monkeypatch.setattr(G, "_entry", entry)
+    log = io.StringIO()
+    _, code = G.grade([folder], csv_path=tmp_path / "g.csv", solutions_dir=SOLUTIONS, isolate="none", out=log)
+    assert code == 130 and "before grading began" in log.getvalue(), log.getvalue()
+    rows = {row["file"]: row for row in G.read_csv(tmp_path / "g.csv")}
+    assert set(rows) == {"a_broken.ipynb"} and rows["a_broken.ipynb"]["status"] == "broken JSON"
+    monkeypatch.setattr(G, "_entry", real)
+    log = io.StringIO()
+    _, code = G.grade([folder], csv_path=tmp_path / "g.csv", solutions_dir=SOLUTIONS, isolate="none", out=log,
+                      resume=True)
+    assert code == 0 and set(G.read_csv(tmp_path / "g.csv")[i]["file"] for i in range(3)) == {
+        "a_broken.ipynb", "b.ipynb", "c_later.ipynb"}, log.getvalue()
+
+
+def test_bubblewrap_starts_when_the_class_folder_lies_inside_the_course_checkout():
+    """README's layout: the class folder and the gradebook inside the course's clone. The folder is hidden
+    (an empty read-only tmpfs), so its files need no mount point of their own, which bubblewrap could not make
+    in a read-only folder ("Can't create file ... Read-only file system")."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    if not sandbox.find_bwrap():
+        pytest.skip("bubblewrap is not installed, or cannot make namespaces here")
+    folder = Path(tempfile.mkdtemp(prefix=".class-", dir=sandbox.course_root()))
+    try:
+        notebook = write(folder, "a.ipynb", learner())
+        gradebook = folder.parent / f"{folder.name}.csv"
+        gradebook.write_text("student\n")
+        plan = sandbox.make_plan("bwrap", hide=[str(folder)], hide_files=[str(notebook), str(gradebook)],
+                                 memory_mb=512, cpu_s=10)
+        command = sandbox.bwrap_command(plan)
+        assert ["--ro-bind", "/dev/null", str(notebook)] != command[-3:]
+        seen = subprocess.run(command + ["/bin/sh", "-c", f"ls -A {folder}; cat {gradebook}; echo started"],
+                              capture_output=True, text=True, timeout=60)
+        assert seen.returncode == 0 and seen.stdout.split() == ["started"], seen.stdout + seen.stderr
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        with __import__("contextlib").suppress(OSError):
+            gradebook.unlink()
+
+
+def test_the_learners_processes_are_given_the_course_package_not_the_checkout():
+    """From a checkout, the sandboxes bind ``encoder_course/`` alone: its git history, a gradebook or a class
+    folder kept in the checkout, and the folders beside it stay out of sight."""
+    root = os.path.realpath(sandbox.course_root())
+    needed = sandbox.needed_paths()
+    if (Path(root) / "pyproject.toml").exists():  # a checkout (an installed package lives in site-packages)
+        assert root not in needed and os.path.join(root, "encoder_course") in needed, needed
+    cover = dict((c, shown) for c, shown in sandbox.cover_the_host(needed, []))
+    for top in ("/run", "/var", "/home", "/root", "/srv"):
+        if os.path.isdir(top) and not any(n == top for n in needed):
+            assert top in cover and all(sandbox._under(s, top) for s in cover[top]), (top, cover.get(top))
+    assert not any(c in cover for c in ("/usr", "/etc", "/tmp", "/proc", "/dev"))
