@@ -48,13 +48,13 @@ from pathlib import Path
 import nbformat
 
 from ..notebook_tools import manifest
+from ..notebook_tools.files import BRANCH, REPO_URL
 from ..notebook_tools.learner_versions import BEGIN, END, find_root, solution_notebooks, stub_source
 from ..notebook_tools.manifest import binder_url, colab_url
-from ..notebook_tools.files import BRANCH, REPO_URL
 from ..quizzes.quiz import bank_modules
 from .links import Linker
-from .quiz_pages import quiz_html, quiz_number
 from .outputs import WIDGET_STATE, WIDGET_VIEW, html_output, png_alt, png_hash, widget_outputs
+from .quiz_pages import quiz_html, quiz_number
 
 SITE_FILES = Path(__file__).with_name("files")
 GUIDES = ("teachers", "maintainers", "platforms")  # docs/<name>.md, a page each, in this order

@@ -211,8 +211,9 @@ def test_the_memory_limit_holds_for_a_jobs_processes_together(tmp_path):
                           out=log, isolate="none", memory_mb=4096)
     assert code == 0, log.getvalue()
     (result,) = results
-    assert result.checks == {"padding_mask": "failed", "causal_mask": "passed"}, (result.checks, result.messages)
-    assert "more than 4096 MB of memory together" in result.messages["padding_mask"]
+    # (the cell runs again before the later exercise's check, as every earlier exercise cell does)
+    assert result.checks == {"padding_mask": "failed", "causal_mask": "failed"}, (result.checks, result.messages)
+    assert all("more than 4096 MB of memory together" in m for m in result.messages.values()), result.messages
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="the protected mode needs root")

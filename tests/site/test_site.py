@@ -30,9 +30,9 @@ from urllib.parse import unquote, urlsplit
 import nbformat
 import pytest
 
+from encoder_course.notebook_tools.learner_versions import stub_source
 from encoder_course.quizzes import quiz as quiz_module
 from encoder_course.site import build as site_module
-from encoder_course.notebook_tools.learner_versions import stub_source
 from encoder_course.site.links import Linker
 from encoder_course.site.quiz_pages import quiz_html, quiz_number
 
