@@ -25,6 +25,7 @@ import torch
 MAX_BYTES = 32 * 1024 * 1024
 MAX_DEPTH = 32
 MAX_ELEMENTS = 4_000_000
+MAX_VALUES = 1_000_000  # JSON values in one message: 32 MB of "[]," would make 10 million lists (GBs)
 DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.uint8, torch.int8, torch.int16,
     torch.int32, torch.int64, torch.bool)}
@@ -260,8 +261,14 @@ def receive(fd: int):
     size = int.from_bytes(_exactly(fd, 4), "big")
     if size > MAX_BYTES:
         raise Malformed(f"a message announced as {size} bytes (at most {MAX_BYTES})")
+    data = _exactly(fd, size)
+    # Counted before parsing, so the checker's side never builds what it will refuse: each value after the
+    # first follows a comma or opens a list or an object (commas inside strings only make the count larger).
+    values = data.count(b",") + data.count(b"[") + data.count(b"{")
+    if values > MAX_VALUES:
+        raise Malformed(f"a message of more than {MAX_VALUES:,} values")
     try:
-        return json.loads(_exactly(fd, size).decode("utf-8"))
+        return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise Malformed("a message that is not JSON text") from None
 

@@ -87,6 +87,31 @@ def test_depth_and_size_are_bounded():
         wire.receive(r)
 
 
+def test_a_message_of_many_small_values_is_refused_before_it_is_parsed():
+    """Within the size limit, 30 MB of empty lists would parse into GBs of Python objects in the checker."""
+    import threading
+    import tracemalloc
+
+    bomb = b"[" + b"[]," * (10 * 1024 * 1024) + b"[]]"
+    assert len(bomb) < wire.MAX_BYTES
+    fair = json.dumps(wire.encode({"out": torch.zeros(wire.MAX_ELEMENTS), "ids": list(range(1000))})).encode()
+    for message, refused in ((bomb, True), (fair, False)):
+        r, w = os.pipe()
+        threading.Thread(target=lambda: (os.write(w, len(message).to_bytes(4, "big") + message), os.close(w))).start()
+        tracemalloc.start()
+        try:
+            if refused:
+                with pytest.raises(wire.Malformed, match="values"):
+                    wire.receive(r)
+            else:
+                assert wire.decode(wire.receive(r))["out"].shape == (wire.MAX_ELEMENTS,)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            os.close(r)
+        assert peak < 4 * len(message) + (1 << 20), peak  # the bytes read and a decoded copy, no object tree
+
+
 def _mask_call_count():
     calls = []
 
