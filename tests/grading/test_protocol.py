@@ -87,6 +87,11 @@ def test_depth_and_size_are_bounded():
         wire.receive(r)
 
 
+def _write_and_close(fd: int, data: bytes) -> None:
+    os.write(fd, data)
+    os.close(fd)
+
+
 def test_a_message_of_many_small_values_is_refused_before_it_is_parsed():
     """Within the size limit, 30 MB of empty lists would parse into GBs of Python objects in the checker."""
     import threading
@@ -97,7 +102,7 @@ def test_a_message_of_many_small_values_is_refused_before_it_is_parsed():
     fair = json.dumps(wire.encode({"out": torch.zeros(wire.MAX_ELEMENTS), "ids": list(range(1000))})).encode()
     for message, refused in ((bomb, True), (fair, False)):
         r, w = os.pipe()
-        threading.Thread(target=lambda: (os.write(w, len(message).to_bytes(4, "big") + message), os.close(w))).start()
+        threading.Thread(target=_write_and_close, args=(w, len(message).to_bytes(4, "big") + message)).start()
         tracemalloc.start()
         try:
             if refused:
