@@ -98,7 +98,7 @@ def benchmark(shapes=SHAPES, warmup: int = 2, repeats: int = 7, threads: int | N
 
 
 def unpadding_benchmark(batches: int = 6, batch_size: int = 32, n_layers: int = 4, repeats: int = 3,
-                        threads: int | None = None) -> list[dict]:
+                        threads: int | None = None, device: str = "cpu") -> list[dict]:
     """Batches of real passages in corpus order (notebook 13): our padded path, our unpadded path and
     ``nn.TransformerEncoder``'s nested-tensor fast path, all-MiniLM-L6-v2's width with ``n_layers`` layers, one
     set of weights (:func:`encoder_course.measure.modern.unpadding_times`). Needs the pretrained model's
@@ -114,7 +114,7 @@ def unpadding_benchmark(batches: int = 6, batch_size: int = 32, n_layers: int = 
     ids = [e.ids for e in tokenizer.encode_batch(texts)]
     config = EncoderConfig.minilm_l6().replace(n_layers=n_layers, max_len=256)
     return modern.unpadding_times(modern.corpus_batches(ids, batch_size, batches), config, repeats=repeats,
-                                  threads=threads or torch.get_num_threads())
+                                  threads=threads or torch.get_num_threads(), device=device)
 
 
 def main(argv=None) -> int:

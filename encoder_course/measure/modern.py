@@ -24,7 +24,7 @@ from ..encoder import Encoder, EncoderConfig
 from ..masks import sliding_window_mask
 from .counting import parameter_count
 from .masked_lm import Vocabulary, make_model, masked_accuracy, pad_batch, pretrain
-from .timing import cpu_threads
+from .timing import cpu_threads, time_fn
 
 POSITION_KINDS = ("learned", "sinusoidal", "rotary")
 
@@ -169,7 +169,7 @@ def corpus_batches(token_ids: list[list[int]], batch_size: int, count: int, pad_
 
 @torch.inference_mode()
 def unpadding_times(batches: list[torch.Tensor], config: EncoderConfig, *, repeats: int = 3, threads: int = 1,
-                    seed: int = 0) -> list[dict]:
+                    seed: int = 0, device: str | torch.device = "cpu") -> list[dict]:
     """Each batch through the padded path, the unpadded path and ``nn.TransformerEncoder``'s fast path.
 
     The three share one set of weights (checked: the outputs agree at the real tokens). torch's encoder layers
@@ -179,23 +179,34 @@ def unpadding_times(batches: list[torch.Tensor], config: EncoderConfig, *, repea
     Returns:
         one dict per batch: ``shape``, ``padding`` (share of the positions), ``padded_ms``, ``unpadded_ms``,
         ``torch_ms`` (medians), ``speedup`` (padded / unpadded) and ``vs_torch`` (torch / unpadded).
+        On a GPU (``device="cuda"``, the GPU script ``python -m encoder_course.measure.timing``) each run is
+        timed with the device synchronised (:func:`~encoder_course.measure.timing.time_fn`).
     """
     from ..interop import to_torch_encoder
 
+    device = torch.device(device)
     torch.manual_seed(seed)
-    padded = Encoder(config.replace(unpad=False, dropout=0.0)).eval()
-    unpadded = Encoder(config.replace(unpad=True, dropout=0.0)).eval()
+    padded = Encoder(config.replace(unpad=False, dropout=0.0)).eval().to(device)
+    unpadded = Encoder(config.replace(unpad=True, dropout=0.0)).eval().to(device)
     unpadded.load_state_dict(padded.state_dict())
-    theirs = to_torch_encoder(padded.layers).eval()
+    theirs = to_torch_encoder(padded.layers).eval().to(device)
+    tolerance = 1e-4 if device.type == "cpu" else 1e-3  # GPU matmuls may use TF32 and other kernels per path
+
+    def median_ms(fn):
+        if device.type == "cpu":
+            return _median_ms(fn, repeats)
+        return 1000 * time_fn(fn, warmup=1, repeats=repeats, device=device)["median_s"]
+
     rows = []
     with cpu_threads(threads):
         for ids in batches:
+            ids = ids.to(device)
             real = ids != config.pad_id  # (B, L)
             x = padded.embeddings(ids)  # (B, L, d_model)
             mask = real[:, None, None, :]
             ours = padded(ids, real)
-            if not torch.allclose(unpadded(ids, real)[real], ours[real], atol=1e-4) or not torch.allclose(
-                    theirs(x, src_key_padding_mask=~real)[real], ours[real], atol=1e-4):
+            if not torch.allclose(unpadded(ids, real)[real], ours[real], atol=tolerance) or not torch.allclose(
+                    theirs(x, src_key_padding_mask=~real)[real], ours[real], atol=tolerance):
                 raise AssertionError("the three paths disagree: they do not compute the same encoder")
 
             def run_padded(x=x, mask=mask):
@@ -204,9 +215,9 @@ def unpadding_times(batches: list[torch.Tensor], config: EncoderConfig, *, repea
                     h = layer(h, mask)
                 return h
 
-            times = {"padded_ms": _median_ms(run_padded, repeats),
-                     "unpadded_ms": _median_ms(lambda ids=ids, real=real: unpadded(ids, real), repeats),
-                     "torch_ms": _median_ms(lambda x=x, real=real: theirs(x, src_key_padding_mask=~real), repeats)}
+            times = {"padded_ms": median_ms(run_padded),
+                     "unpadded_ms": median_ms(lambda ids=ids, real=real: unpadded(ids, real)),
+                     "torch_ms": median_ms(lambda x=x, real=real: theirs(x, src_key_padding_mask=~real))}
             rows.append({"shape": tuple(ids.shape), "padding": 1 - real.float().mean().item(), **times,
                          "speedup": times["padded_ms"] / times["unpadded_ms"],
                          "vs_torch": times["torch_ms"] / times["unpadded_ms"]})

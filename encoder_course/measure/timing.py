@@ -11,6 +11,9 @@
 
       python -m encoder_course.measure.timing --out encoder_course/data/gpu_results.json
 
+  The same command times notebook 13's unpadding on the GPU (``--unpadding-batches``; stored under
+  ``"unpadding"``) and draws both into a PNG next to the JSON (:func:`save_figure`).
+
   Every row holds the median time, the peak memory (``torch.cuda.max_memory_allocated``) and the
   achieved TFLOP/s (``4 B H L^2 d_head`` FLOPs over the median). The naive and chunked versions keep
   the half-precision dtype throughout (``keep_dtype=True``), see :func:`attention_sweep`.
@@ -427,6 +430,37 @@ def find_results(path: str | os.PathLike | None = None):
         return json.load(f)
 
 
+def save_figure(record: dict, path: str) -> None:
+    """A PNG of a stored record: attention time against L per method, and the unpadding timings if any."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    unpadding = record.get("unpadding", {}).get("rows", [])
+    fig, axes = plt.subplots(1, 2 if unpadding else 1, figsize=(12 if unpadding else 6.5, 4), squeeze=False)
+    ax = axes[0][0]
+    for method in sorted({r["method"] for r in record["rows"]}):
+        done = [r for r in record["rows"] if r["method"] == method and r["status"] == "ok"]
+        ax.loglog([r["seq_len"] for r in done], [r["median_s"] * 1e3 for r in done], "o-", label=method)
+    ax.set(xlabel="sequence length L", ylabel="median time (ms)",
+           title=f"attention, {record['gpu']['name']}, {record['settings']['dtype']}")
+    ax.legend()
+    if unpadding:
+        ax = axes[0][1]
+        where = range(len(unpadding))
+        for shift, key, label in ((-0.27, "padded_ms", "padded"), (0, "unpadded_ms", "unpadded"),
+                                  (0.27, "torch_ms", "torch nested")):
+            ax.bar([i + shift for i in where], [r[key] for r in unpadding], width=0.27, label=label)
+        ax.set_xticks(list(where), [f"{r['padding']:.0%}" for r in unpadding])
+        ax.set(xlabel="share of padding in the batch", ylabel="median time (ms)", title="unpadding, 4 layers")
+        ax.legend()
+    fig.suptitle(f"measured {record['date']}, torch {record['torch']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=DEFAULT_OUT, help="JSON file to write (default: the package's "
@@ -443,15 +477,26 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--peak-tflops", type=float, default=None,
                         help="the card's dense peak for this dtype, from its data sheet, to report a fraction")
+    parser.add_argument("--unpadding-batches", type=int, default=6,
+                        help="batches of 32 real passages for the unpadding speed-up (notebook 13); 0: skip it")
+    parser.add_argument("--figure", default=None,
+                        help="PNG of the results (default: the JSON's path with .png)")
     parser.add_argument("--allow-cpu", action="store_true", help="run on CPU (for testing the script only)")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available() and not args.allow_cpu:
         parser.error("CUDA is not available; this sweep is meant for a GPU (use --allow-cpu to test it)")
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32, None: None}[args.dtype]
+    device = "cuda" if torch.cuda.is_available() else "cpu"
     record = run_sweep(max_len=args.max_len, naive_max_len=args.naive_max_len, dtype=dtype,
                        n_heads=args.heads, d_head=args.d_head, warmup=args.warmup, repeats=args.repeats,
-                       device="cuda" if torch.cuda.is_available() else "cpu", min_len=args.min_len,
-                       peak_tflops=args.peak_tflops)
+                       device=device, min_len=args.min_len, peak_tflops=args.peak_tflops)
+    if args.unpadding_batches:
+        from .bench import unpadding_benchmark  # (bench imports this module)
+
+        record["unpadding"] = {
+            "what": "all-MiniLM-L6-v2's width, 4 layers, fp32, batches of 32 docstring passages in corpus order: "
+                    "our padded path, our unpadded path and nn.TransformerEncoder's nested-tensor fast path",
+            "rows": unpadding_benchmark(batches=args.unpadding_batches, repeats=args.repeats, device=device)}
     folder = os.path.dirname(args.out)
     if folder:
         os.makedirs(folder, exist_ok=True)
@@ -464,7 +509,12 @@ def main(argv=None) -> int:
         print(f"{row['method']:>8} L={row['seq_len']:>6} {t} {tf}")
     for key, value in record["summary"].items():
         print(f"{key}: {value:.3f}" if isinstance(value, float) else f"{key}: {value}")
-    print(f"wrote {args.out}")
+    for row in record.get("unpadding", {}).get("rows", []):
+        print(f"batch {tuple(row['shape'])}, {row['padding']:.0%} padding: padded {row['padded_ms']:.2f} ms, "
+              f"unpadded {row['unpadded_ms']:.2f} ms ({row['speedup']:.1f}x), torch nested {row['torch_ms']:.2f} ms")
+    figure = args.figure or os.path.splitext(args.out)[0] + ".png"
+    save_figure(record, figure)
+    print(f"wrote {args.out} and {figure}")
     return 0
 
 
