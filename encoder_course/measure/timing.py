@@ -11,8 +11,9 @@
 
       python -m encoder_course.measure.timing --out encoder_course/data/gpu_results.json
 
-  The same command times notebook 13's unpadding on the GPU (``--unpadding-batches``; stored under
-  ``"unpadding"``) and draws both into a PNG next to the JSON (:func:`save_figure`).
+  Either command draws a PNG next to the JSON (:func:`save_figure`). ``python -m encoder_course.measure.gpu``
+  (the GPU script) runs the same sweep and also times notebook 13's unpadding on the GPU
+  (``--unpadding-batches``, stored under ``"unpadding"``).
 
   Every row holds the median time, the peak memory (``torch.cuda.max_memory_allocated``) and the
   achieved TFLOP/s (``4 B H L^2 d_head`` FLOPs over the median). The naive and chunked versions keep
@@ -461,7 +462,9 @@ def save_figure(record: dict, path: str) -> None:
     plt.close(fig)
 
 
-def main(argv=None) -> int:
+def main(argv=None, *, unpadding=None) -> int:
+    """The sweep's command; with ``unpadding`` (``measure.bench.unpadding_benchmark``, which the GPU script
+    ``python -m encoder_course.measure.gpu`` passes) notebook 13's unpadding is timed too."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=DEFAULT_OUT, help="JSON file to write (default: the package's "
                         "data/gpu_results.json, which notebook 09 shows)")
@@ -477,8 +480,9 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--peak-tflops", type=float, default=None,
                         help="the card's dense peak for this dtype, from its data sheet, to report a fraction")
-    parser.add_argument("--unpadding-batches", type=int, default=6,
-                        help="batches of 32 real passages for the unpadding speed-up (notebook 13); 0: skip it")
+    if unpadding is not None:
+        parser.add_argument("--unpadding-batches", type=int, default=6,
+                            help="batches of 32 real passages for the unpadding speed-up (notebook 13); 0: skip it")
     parser.add_argument("--figure", default=None,
                         help="PNG of the results (default: the JSON's path with .png)")
     parser.add_argument("--allow-cpu", action="store_true", help="run on CPU (for testing the script only)")
@@ -490,13 +494,11 @@ def main(argv=None) -> int:
     record = run_sweep(max_len=args.max_len, naive_max_len=args.naive_max_len, dtype=dtype,
                        n_heads=args.heads, d_head=args.d_head, warmup=args.warmup, repeats=args.repeats,
                        device=device, min_len=args.min_len, peak_tflops=args.peak_tflops)
-    if args.unpadding_batches:
-        from .bench import unpadding_benchmark  # (bench imports this module)
-
+    if unpadding is not None and args.unpadding_batches:
         record["unpadding"] = {
             "what": "all-MiniLM-L6-v2's width, 4 layers, fp32, batches of 32 docstring passages in corpus order: "
                     "our padded path, our unpadded path and nn.TransformerEncoder's nested-tensor fast path",
-            "rows": unpadding_benchmark(batches=args.unpadding_batches, repeats=args.repeats, device=device)}
+            "rows": unpadding(batches=args.unpadding_batches, repeats=args.repeats, device=device)}
     folder = os.path.dirname(args.out)
     if folder:
         os.makedirs(folder, exist_ok=True)

