@@ -115,8 +115,11 @@ class BudgetRun:
 def same_budget(vocab: Vocabulary, train_ids: list[list[int]], held_ids: list[list[int]], *, seconds: float = 7.0,
                 seeds=(0, 1, 2), batch_size: int = 64, lr: float = 2e-3, max_steps: int = 5000,
                 configs: tuple[EncoderConfig, EncoderConfig] | None = None) -> list[BudgetRun]:
-    """Pretrain each design for ``seconds`` of wall time per seed (the designs take turns, seed by seed, so a
-    machine that slows down slows both), then measure each on the held-out passages.
+    """Pretrain each design for ``seconds`` of processor time per seed, then measure each on the held-out passages.
+
+    Processor time (``time.process_time``, one thread), not wall time: on a busy machine a run gets fewer turns
+    but each step costs the same processor time, so the step counts, and the comparison, do not depend on what
+    else the machine is doing. The designs also take turns, seed by seed.
 
     The learning-rate schedule runs over ``max_steps``: both designs see the same rate at the same step, however
     many steps their time allows.
@@ -127,7 +130,7 @@ def same_budget(vocab: Vocabulary, train_ids: list[list[int]], held_ids: list[li
         for design, config in (("BERT-style", bert), ("modern", modern)):
             model = make_model(config, seed=seed)
             run = pretrain(model, train_ids, vocab, steps=max_steps, seconds=seconds, batch_size=batch_size, lr=lr,
-                           seed=seed)
+                           seed=seed, threads=1, clock=time.process_time)
             scores = masked_accuracy(model, held_ids, vocab)
             runs.append(BudgetRun(design, seed, run.steps, run.seconds, scores["loss"], scores["accuracy"],
                                   scores["unigram_loss"]))

@@ -86,6 +86,17 @@ def test_the_model_scores_only_the_chosen_positions_with_the_tied_table_and_trai
         masked_lm.fill_in(model, vocab, "the cat sat", "dog")
 
 
+def test_a_time_budget_counts_the_clock_it_is_given(tokenizer):
+    """same_budget's runs stop on processor time: a clock that a busy machine cannot shrink."""
+    vocab = masked_lm.Vocabulary(tokenizer, ["the cat sat on the mat"] * 4)
+    texts = vocab.encode(["the cat sat on the mat", "a cat ran"] * 10)
+    config = masked_lm.small_config(len(vocab), d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16)
+    ticks = iter(range(1000))
+    run = masked_lm.pretrain(masked_lm.make_model(config), texts, vocab, steps=50, batch_size=4, seconds=2.5,
+                             clock=lambda: next(ticks))
+    assert run.steps == 3  # the clock read 1, 2, 3 after the steps: past 2.5 after the third
+
+
 def test_your_encoder_class_can_be_the_pretraining_encoder():
     made = []
 
