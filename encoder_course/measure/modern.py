@@ -182,7 +182,7 @@ def unpadding_times(batches: list[torch.Tensor], config: EncoderConfig, *, repea
     Returns:
         one dict per batch: ``shape``, ``padding`` (share of the positions), ``padded_ms``, ``unpadded_ms``,
         ``torch_ms`` (medians), ``speedup`` (padded / unpadded) and ``vs_torch`` (torch / unpadded).
-        On a GPU (``device="cuda"``, the GPU script ``python -m encoder_course.measure.timing``) each run is
+        On a GPU (``device="cuda"``, the GPU script ``python -m encoder_course.measure.gpu``) each run is
         timed with the device synchronised (:func:`~encoder_course.measure.timing.time_fn`).
     """
     from ..interop import to_torch_encoder
