@@ -337,6 +337,12 @@ class _UsedReference(BaseException):
 _LOCK = threading.local()  # .codes: {code object: what it is} for the exercise being checked; .used
 
 
+def _refuse(shown: str):
+    """What the grader's learner's process finds in place of the exercise's reference (``grading/withhold.py``)."""
+    _LOCK.used = shown
+    raise _UsedReference()
+
+
 def _reference_codes(ex) -> dict:
     """The code objects out of reach for an exercise, each with the name of what it belongs to.
 

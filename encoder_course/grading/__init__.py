@@ -5,5 +5,6 @@ the command line.
 Trust model: a submission is hostile code. It runs only in the learner's process (``worker.py``), forked by a
 checker process (``checker_process.py``) inside the isolation of ``sandbox.py``; the grader's side (``grade.py``,
 ``solutions.py``) reads notebooks as data and hears the learner's process only through ``wire.py``'s typed
-messages, never unpickled. What each isolation mode protects, and what not, is the teachers' guide's table.
+messages, never unpickled. The learner's process holds no working copy of the answer its exercise is graded
+against (``withhold.py``). What each isolation mode protects, and what not, is the teachers' guide's table.
 """

@@ -27,7 +27,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import sandbox
+from . import sandbox, withhold
 
 OUTPUT_CAP = 64 * 1024
 MEMORY_POLL_S = 0.2  # how often a job's processes' memory is added up
@@ -88,7 +88,9 @@ class VerdictRunner:
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
         child.close()
         try:
-            send(self.sock, {"setup": self.setups, "plan": asdict(self.plan)})
+            # In bubblewrap the server sees the stubs of the course's answers only: it gets the real modules here.
+            sources = withhold.real_sources() if prefix else {}
+            send(self.sock, {"setup": self.setups, "plan": asdict(self.plan), "sources": sources})
             if not select.select([self.sock], [], [], START_TIMEOUT)[0] or not receive(self.sock)[0]:
                 raise EOFError
             # In bubblewrap the server is its sandbox's PID 1, bubblewrap's only child.
@@ -358,7 +360,11 @@ def serve(sock_fd: int) -> None:
     sock = socket.socket(fileno=sock_fd)
     start, _ = receive(sock)
     plan = sandbox.Plan(**start["plan"])
+    finder = withhold.import_real(start.pop("sources", {}))
     _preload(start["setup"])
+    sys.meta_path.remove(finder)
+    finder.sources.clear()
+    del start, finder
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # every child, orphans included, is reaped as it ends
     send(sock, {"ready": True})
     server = os.getpid()

@@ -538,6 +538,7 @@ def _grade(paths, solutions, solutions_dir, *, csv_path, details_path, timeout, 
         for r in runners:
             r.close()
         sandbox.kill_tree([p for p in sandbox.descendants() if p not in before])
+        sandbox.discard_plan(plan)
         sandbox.prctl(sandbox.PR_SET_CHILD_SUBREAPER, 0)
     results.sort(key=todo.index)
     if results:

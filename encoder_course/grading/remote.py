@@ -87,7 +87,7 @@ def _signature(params):
 class Remote:
     """The learner's function or class: calling it calls theirs."""
 
-    runs_elsewhere = True  # the checkers' reference lock is kept in the learner's process
+    runs_elsewhere = True  # the reference is withheld over there (withhold.py), and locked while it answers
 
     def __init__(self, channel: Channel, name: str, signature=None):
         self.__name__ = self.__qualname__ = name

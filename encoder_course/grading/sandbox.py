@@ -47,6 +47,7 @@ class Plan:
     hide: list = field(default_factory=list)  # folders covered by an empty read-only folder
     hide_files: list = field(default_factory=list)  # files covered by /dev/null
     keep_in_tmp: list = field(default_factory=list)  # needed folders under /tmp, /var/tmp, /dev/shm: bound back
+    withheld: list = field(default_factory=list)  # [course module, its stub]: the stub shown in its place
     memory_mb: int = 4096
     cpu_s: int = 120
     warnings: list = field(default_factory=list)
@@ -194,7 +195,14 @@ def make_plan(mode: str, *, hide=(), hide_files=(), memory_mb=4096, cpu_s=120) -
     for h in map(os.path.realpath, hide):  # never a folder that holds a needed one
         if os.path.isdir(h) and h not in plan.hide and not any(_under(n, h) for n in needed):
             plan.hide.append(h)
-    plan.hide_files = sorted({os.path.realpath(f) for f in hide_files})
+    # The course's own answers: each module that defines one is shown as its stub, its bytecode hidden.
+    from . import withhold
+
+    stubs = tempfile.mkdtemp(prefix=RUN_PREFIX + "withheld-")
+    os.chmod(stubs, 0o755)
+    plan.withheld = withhold.write_stubs(stubs)
+    caches = [c for real, _ in plan.withheld for c in withhold.bytecode_caches(real)]
+    plan.hide_files = sorted({os.path.realpath(f) for f in [*hide_files, *caches]})
     if mode == "root":
         plan.expose = cover_the_host(needed, plan_exposure(needed)[0])
         plan.keep_in_tmp = [n for n in needed if any(n.startswith(t + "/") for t in PRIVATE_TMP)]
@@ -203,6 +211,13 @@ def make_plan(mode: str, *, hide=(), hide_files=(), memory_mb=4096, cpu_s=120) -
                              + ", ".join(plan.keep_in_tmp) + "): it is bound read-only into each learner's "
                              "process's private /tmp")
     return plan
+
+
+def discard_plan(plan: Plan) -> None:
+    """Remove what ``make_plan`` wrote (the stubs' folder)."""
+    for folder in {os.path.dirname(stub) for _, stub in plan.withheld}:
+        if os.path.basename(folder).startswith(RUN_PREFIX):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def probe_namespaces() -> bool:
@@ -251,6 +266,8 @@ def bwrap_command(plan: Plan) -> list[str]:
     bound = needed_paths()
     for p in bound:
         cmd += ["--ro-bind", p, p]
+    for real, stub in plan.withheld:
+        cmd += ["--ro-bind", stub, real]
     visible = lambda path: any(_under(path, p) and path != p for p in bound + list(SYSTEM_DIRS))  # noqa: E731
     hidden = []
     for h in plan.hide:  # (never one that holds what must stay visible)
@@ -339,12 +356,17 @@ def _mounts(plan: Plan) -> None:
     # A Python environment under /tmp (CI runners, scratch machines) is held open before the private /tmp
     # covers it, and bound back read-only after.
     kept = [(p, opened(p)) for p in plan.keep_in_tmp if os.path.isdir(p)]
+    stubs = [(real, os.open(stub, os.O_PATH)) for real, stub in plan.withheld]
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     for covered, shown in plan.expose:
         fds = [(p, opened(p)) for p in shown]
         mount("tmpfs", covered, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=1m")
         for p, fd in fds:
             _bind_back(p, fd)
+    for real, fd in stubs:  # (a module that cannot be covered stops the job: never the real one shown)
+        mount(f"/proc/self/fd/{fd}", real, None, MS_BIND)
+        mount(None, real, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
+        os.close(fd)
     for h in plan.hide:
         with contextlib.suppress(OSError):
             mount("tmpfs", h, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=755,size=4k")

@@ -5,7 +5,8 @@ serves the checker's requests on its two pipes, in plain data only (``wire.py``)
 function, class or built module, with arguments; the reply has the result, the arguments changed in
 place, what it printed, the random state after and, when asked, the torch operations it ran) and
 ``backward`` (the gradients of an earlier call's outputs). Every call runs under the course's time
-limit, with the exercise's own answer out of reach (in new threads too). Whatever this process does,
+limit; the exercise's own answer is withdrawn from this process before the learner's first cell
+(``withhold.py``). Whatever this process does,
 the checker sees only what it sends; a reply it cannot read fails that exercise.
 """
 
@@ -17,7 +18,7 @@ import os
 import sys
 import warnings
 
-from . import wire
+from . import wire, withhold
 
 REQUEST_FD, REPLY_FD = 3, 4
 KEPT_CALLS = 8
@@ -87,6 +88,7 @@ def run_submission(job: dict) -> tuple[object, dict]:
     for _, exc in run_cells(ns, [{"source": s, "label": "setup cell"} for s in job["setup"]]):
         if exc is not None:
             return None, {"error": f"the course's setup cell failed: {describe_error(exc, '<setup cell>')}"}
+    withhold.withdraw(job["key"])  # from here on, the exercise's own answer is not in this process
     notes, graded_error = [], None
     for cell, exc in run_cells(ns, job["cells"]):
         if exc is not None:
@@ -262,6 +264,7 @@ def answer(candidate, key: str, hello: dict | None = None) -> None:
     import torch
 
     torch.set_num_threads(1)
+    withhold.withdraw(key)  # (done already after a submission's cells; the tests' candidates come here directly)
     hello = hello or {"notes": [], **_kind(candidate)}
     server = Server(candidate, key)
     if 0 in server.modules:

@@ -101,7 +101,12 @@ def test_a_verdict_is_one_whole_line_with_a_known_status():
 def test_the_plan_says_what_it_cannot_protect():
     plan = sandbox.make_plan("none")
     assert "your user" in plan.warnings[0] and "(yours), no namespaces" in plan.describe()
-    assert "as uid 65534, own mount/PID/network namespaces" in sandbox.make_plan("root").describe()
+    root = sandbox.make_plan("root")
+    try:
+        assert "as uid 65534, own mount/PID/network namespaces" in root.describe()
+    finally:
+        sandbox.discard_plan(root)
+    assert not any(os.path.exists(stub) for _, stub in root.withheld)
 
 
 def test_root_that_cannot_isolate_is_refused_like_an_ordinary_user(tmp_path, monkeypatch, capsys):
@@ -428,6 +433,8 @@ def test_bubblewrap_starts_when_the_class_folder_lies_inside_the_course_checkout
         shutil.rmtree(folder, ignore_errors=True)
         with __import__("contextlib").suppress(OSError):
             gradebook.unlink()
+        if "plan" in locals():
+            sandbox.discard_plan(plan)
 
 
 def test_the_learners_processes_are_given_the_course_package_not_the_checkout():
