@@ -86,18 +86,61 @@ def withdraw(key: str) -> int:
 # On disk (the sandbox)
 
 
+def _module_file(module: str) -> str | None:
+    """The source file of a course module, found without importing it (the grader imports no torch)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    base = os.path.join(root, *module.split("."))
+    for path in (base + ".py", os.path.join(base, "__init__.py")):
+        if os.path.isfile(path):
+            return os.path.realpath(path)
+    return None
+
+
+def _definition(module: str, name: str, seen=()) -> tuple[str, str, ast.AST] | None:
+    """``(file, module, node)`` where ``module.name`` is defined: its own top-level ``def``/``class``, or where
+    a ``from ... import name`` in it leads (a package re-exporting a name)."""
+    path = _module_file(module)
+    if path is None or (module, name) in seen:
+        return None
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return path, module, node
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    source = node.module or ""
+                    if node.level:
+                        parts = package.split(".")
+                        source = ".".join(parts[:len(parts) - node.level + 1] + ([source] if source else []))
+                    if source.startswith("encoder_course"):
+                        return _definition(source, alias.name, (*seen, (module, name)))
+    return None
+
+
 def withheld_files() -> dict[str, tuple[str, list[str]]]:
-    """``{source file: (module name, [names of what to stub in it])}`` for every exercise's locked objects."""
+    """``{source file: (module name, [names of what to stub in it])}`` for every exercise's locked objects and
+    the course's classes they derive from, read from the source (nothing is imported)."""
+    from encoder_course.checks.registry import EXERCISES
+
     files: dict[str, tuple[str, list[str]]] = {}
-    for _, obj in _locked():
-        targets = [obj] if not inspect.isclass(obj) else [k for k in obj.__mro__
-                                                         if k.__module__.startswith("encoder_course")]
-        for target in targets:
-            target = inspect.unwrap(target)
-            path = os.path.realpath(inspect.getsourcefile(target))
-            names = files.setdefault(path, (target.__module__, []))[1]
-            if target.__qualname__.split(".")[0] not in names:
-                names.append(target.__qualname__.split(".")[0])
+    todo = [path.rpartition(".")[::2] for ex in EXERCISES.values() for path in (ex.reference, *ex.locked)]
+    while todo:
+        module, name = todo.pop()
+        found = _definition(module, name)
+        if found is None:
+            raise LookupError(f"{module}.{name}: no definition found in the course's source")
+        path, module, node = found
+        names = files.setdefault(path, (module, []))[1]
+        if node.name in names:
+            continue
+        names.append(node.name)
+        for base in getattr(node, "bases", []):  # a class's bases that the course defines are stubbed too
+            if isinstance(base, ast.Name) and _definition(module, base.id):
+                todo.append((module, base.id))
     return files
 
 
