@@ -35,7 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--csv", default="grades.csv", metavar="FILE",
                        help="the gradebook CSV, rewritten after each submission (default grades.csv)")
     grade.add_argument("--details", default=None, metavar="FILE",
-                       help="also write every status and checker message as JSON")
+                       help="where to write every status, checker message and mistake id as JSON (default: "
+                       "beside the CSV, grades.csv -> grades.details.json; `encoder-course report` reads it)")
     grade.add_argument("--timeout", type=float, default=60.0,
                        help="seconds allowed for each exercise of each submission (default 60)")
     grade.add_argument("--memory", type=int, default=4096, metavar="MB",
@@ -55,6 +56,18 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--image", default="encoder-course-grader", help="the container image (--isolate container)")
     grade.add_argument("--build-image", action="store_true",
                        help="build the container image from this repository first (with --isolate container)")
+
+    report = sub.add_parser(
+        "report", help="a graded class as one offline HTML page, and its marks for Canvas or Moodle",
+        description="Read the gradebook GRADES written by `encoder-course grade` (and the details file beside "
+        "it) and write one HTML page: the pass rate per exercise, the commonest mistakes with the message "
+        "learners saw, a learner x exercise grid, run times and the files the grader could not read.")
+    report.add_argument("grades", metavar="GRADES", help="the gradebook CSV (grades.csv)")
+    report.add_argument("--details", default=None, metavar="FILE",
+                        help="the details JSON (default: beside GRADES, grades.details.json)")
+    report.add_argument("--out", default="report.html", metavar="FILE", help="the page (default report.html)")
+    report.add_argument("--canvas", default=None, metavar="FILE", help="also write the marks for Canvas's import")
+    report.add_argument("--moodle", default=None, metavar="FILE", help="also write the marks for Moodle's import")
 
     release = sub.add_parser(
         "release", help="write an nbgrader-ready source version of the notebooks",
@@ -132,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         return _learner(args)
     if args.command == "grade":
         return _grade(args)
+    if args.command == "report":
+        return _report(args)
     if args.command == "release":
         return _release(args)
     if args.command == "site":
@@ -207,10 +222,26 @@ def _grade(args) -> int:
         if subprocess.run(command).returncode != 0:
             sys.stderr.write("encoder-course grade: building the image failed\n")
             return 2
-    _, code = run_grade(args.paths, csv_path=args.csv or None, details_path=args.details, timeout=args.timeout,
+    from .grading.report import details_path_for
+
+    details = args.details if args.details is not None else details_path_for(args.csv) if args.csv else None
+    _, code = run_grade(args.paths, csv_path=args.csv or None, details_path=details, timeout=args.timeout,
                         solutions_dir=args.solutions, resume=args.resume, isolate=args.isolate, memory_mb=args.memory,
                         image=args.image, jobs=args.jobs, trust=args.trust_submissions)
     return code
+
+
+def _report(args) -> int:
+    from .grading.report import report
+
+    try:
+        written = report(args.grades, details_path=args.details, out=args.out, canvas=args.canvas,
+                         moodle=args.moodle)
+    except (OSError, ValueError, KeyError) as exc:
+        sys.stderr.write(f"encoder-course report: {exc}\n")
+        return 2
+    sys.stdout.write("wrote " + ", ".join(written) + "\n")
+    return 0
 
 
 def _release(args) -> int:

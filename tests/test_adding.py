@@ -164,7 +164,9 @@ def test_a_toy_exercise_and_widget_added_through_the_guides_checklist(tmp_path):
     _run(repo, sys.executable, "tests/checks/times.py", "--docs", "--no-timing")
 
     changed = {path for path, data in _tree(repo).items() if before.get(path) != data}
-    assert changed - edited == {"notebooks/14_review.ipynb", "README.md", "docs/maintainers.md"}, changed - edited
+    assert changed - edited == {"notebooks/14_review.ipynb", "README.md", "docs/maintainers.md",
+                                "encoder_course/data/mistakes.json", "tests/checks/published_mistake_ids.txt"}, \
+        changed - edited
     learner = nbformat.read(repo / "notebooks/14_review.ipynb", as_version=4)
     stub = next(c.source for c in learner.cells if c.get("metadata", {}).get("encoder_course", {}).get("exercise")
                 == "double" and c.metadata["encoder_course"]["role"] == "exercise")
@@ -184,6 +186,7 @@ def test_a_toy_exercise_and_widget_added_through_the_guides_checklist(tmp_path):
     ''')
     assert _run(repo, sys.executable, "-c", probe).stdout.strip() == "✓ double: all checks passed"
     _run(repo, sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-         "tests/checks/test_registry.py", "tests/checks/test_toy.py", "tests/notebook_tools/test_manifest.py",
+         "tests/checks/test_registry.py", "tests/checks/test_toy.py", "tests/checks/test_mistake_ids.py",
+         "tests/notebook_tools/test_manifest.py",
          "tests/test_delivery.py::test_the_maintainers_guide_counts_the_checker_catalogues",
          "tests/widgets/test_widgets_review.py")

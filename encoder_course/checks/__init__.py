@@ -74,6 +74,7 @@ Design decisions (documented for teachers and maintainers):
 Where things are (one file per exercise, named like the model file it checks):
 
 * ``registry.py``: every exercise declared once (key, name, notebook, kind, reference, shape hint);
+* ``mistakes.py``: the stable id of each mistake a message names (``data/mistakes.json``), for the grader;
 * ``positions.py``, ``attention.py``, ``masks.py``, ``multi_head.py``, ``layer_norm.py``,
   ``feed_forward.py``, ``block.py``, ``embeddings.py``, ``encoder.py``, ``counting.py``, ``blockwise.py``,
   ``pooling.py``, ``training.py``, ``interop.py``, ``masked_lm.py``, ``contrastive.py``: each exercise's checker
@@ -103,7 +104,7 @@ def _load_checkers() -> None:
     from . import _run
 
     for module in pkgutil.iter_modules(__path__):
-        if not module.name.startswith("_") and module.name != "registry":
+        if not module.name.startswith("_") and module.name not in ("registry", "mistakes"):
             importlib.import_module(f"{__name__}.{module.name}")
     unchecked = [key for key in EXERCISES if key not in _run.CHECKERS]
     if unchecked:

@@ -25,6 +25,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from encoder_course.checks.mistakes import mistake_id
+
 from . import sandbox
 from . import solutions as S
 from .checker_process import OUTPUT_CAP, RunnerError, VerdictRunner
@@ -57,6 +59,8 @@ class Submission:
     checks: dict = field(default_factory=dict)  # key -> status
     messages: dict = field(default_factory=dict)  # key -> checker's message
     points: dict = field(default_factory=dict)  # key -> points earned
+    mistakes: dict = field(default_factory=dict)  # key -> the stable id of the mistake named (checks/mistakes.py)
+    times: dict = field(default_factory=dict)  # key -> seconds its exercise took
     seconds: float = 0.0
 
     @property
@@ -72,7 +76,8 @@ class Submission:
         return sum(self.points.values())
 
 
-DETAILS = ("file", "student", "status", "notebook", "checks", "messages", "points", "max_points", "notes", "seconds")
+DETAILS = ("file", "student", "status", "notebook", "checks", "messages", "mistakes", "points", "max_points", "notes",
+           "times", "seconds")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -296,13 +301,18 @@ def grade_entry(entry: Submission, runner: VerdictRunner) -> Submission:
         if cell is None:
             entry.checks[ex.key], entry.points[ex.key] = "missing", 0
             entry.messages[ex.key] = f"no exercise cell for {ex.name}"
+            entry.mistakes[ex.key] = mistake_id(ex.key, entry.messages[ex.key])
             continue
         chosen = sorted({**runnable, cell.index: cell}.values(), key=lambda c: c.index)
         job = {"key": ex.key, "name": ex.name, "setup": solution.setup,
                "cells": [{"source": c.source, "label": labels[c.index], "graded": c is cell} for c in chosen]}
+        began = time.monotonic()
         outcome = runner.run(job)
+        entry.times[ex.key] = round(time.monotonic() - began, 3)
         entry.checks[ex.key], entry.messages[ex.key] = outcome.status, outcome.message
         entry.points[ex.key] = ex.points if outcome.status == "passed" else 0
+        if outcome.status != "passed":
+            entry.mistakes[ex.key] = mistake_id(ex.key, outcome.message)
         if outcome.notes:
             entry.notes.append(f"{ex.key}: {outcome.notes}")
         if outcome.output_bytes > OUTPUT_CAP:
@@ -474,6 +484,7 @@ def _grade(paths, solutions, solutions_dir, *, csv_path, details_path, timeout, 
             return [], 2
     kept_rows = read_csv(csv_path) if resume and csv_path else []
     done = {row.get("file") for row in kept_rows}
+    kept_details = read_details(details_path, done) if kept_rows and details_path else []
     todo = [e for e in entries if cell(e.file) not in done]
     graded = [e for e in todo if e.nb is not None]
     try:
@@ -521,7 +532,7 @@ def _grade(paths, solutions, solutions_dir, *, csv_path, details_path, timeout, 
                       + (f" {number(res.total)}/{number(res.max_points)}" if res.max_points else "")
                       + f" ({res.seconds:.1f} s)\n")
             out.flush()
-            _save(csv_path, details_path, kept_rows, results, keys)
+            _save(csv_path, details_path, kept_rows, results, keys, kept_details)
     except KeyboardInterrupt:
         code = 128 + caught[-1]
         out.write(f"\ninterrupted ({signal.Signals(code - 128).name}): {len(results)} of {len(todo)} file(s) "
@@ -544,7 +555,7 @@ def _grade(paths, solutions, solutions_dir, *, csv_path, details_path, timeout, 
     if results:
         out.write("\n" + summary(results, keys) + "\n")
     if csv_path and (results or kept_rows):
-        _save(csv_path, details_path, kept_rows, results, keys)
+        _save(csv_path, details_path, kept_rows, results, keys, kept_details)
         out.write(f"\nwrote {escape(csv_path)}" + (f" and {escape(details_path)}" if details_path else "") + "\n")
     return results, code
 
@@ -570,15 +581,26 @@ def _before_grading(entries, caught, csv_path, details_path, resume, out) -> tup
     decided = [e for e in entries if e.nb is None and cell(e.file) not in done]
     keys = list(dict.fromkeys(k for row in kept_rows for k in row if k not in FIXED + TRAILING))
     if csv_path and (decided or kept_rows):
-        _save(csv_path, details_path, kept_rows, decided, keys)
+        kept_details = read_details(details_path, done) if kept_rows and details_path else []
+        _save(csv_path, details_path, kept_rows, decided, keys, kept_details)
     out.write(f"\ninterrupted ({signal.Signals(code - 128).name}) before grading began: {len(decided)} row(s) of "
               "files that are not notebooks saved; run again with --resume to grade the rest\n")
     return decided, code
 
 
-def _save(csv_path, details_path, kept_rows, results, keys) -> None:
+def read_details(path, files) -> list[dict]:
+    """The entries of an earlier run's details file for the rows kept by ``--resume`` (``files``, as in the CSV)."""
+    try:
+        found = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [d for d in found if isinstance(d, dict) and cell(d.get("file", "")) in files] if isinstance(found, list) \
+        else []
+
+
+def _save(csv_path, details_path, kept_rows, results, keys, kept_details=()) -> None:
     if csv_path:
         write_csv(csv_path, kept_rows + [row_of(r, keys) for r in results], keys)
     if details_path:
-        details = [{k: getattr(r, k) for k in DETAILS} for r in results]
+        details = list(kept_details) + [{k: getattr(r, k) for k in DETAILS} for r in results]
         _atomic_write(Path(details_path), json.dumps(details, indent=1, ensure_ascii=False))

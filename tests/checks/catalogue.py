@@ -24,7 +24,7 @@ from torch import nn
 
 import encoder_course as ec
 from encoder_course import checks
-from encoder_course.checks import ExerciseError
+from encoder_course.checks import ExerciseError, mistakes
 from encoder_course.notebook_tools import budgets
 
 #: Processor seconds one check may take in the tests: only a gross regression reaches it (the budget,
@@ -175,6 +175,11 @@ def assert_named(checker, candidate, words, capsys, probed=None):
             f"named by {'a probe' if from_probe else 'a listed slip or a direct check'}, but the id says "
             f"{'a probe' if probed else 'a listed slip'}: {message}")
     assert words in message, message
+    # the mistake's stable id (checks/mistakes.py) is among those the message names, the grader's details carry
+    key = next(k for k, c in checks.CHECKERS.items() if c is checker)
+    own = [mid for mid, phrase in mistakes.table()["mistakes"].items() if mid.startswith(key + "/") and phrase == words]
+    assert own and own[0] in mistakes.mistake_ids(key, message), (
+        f"give the phrase {words!r} an id in encoder_course/data/mistakes.json ({key}/<name>)" if not own else message)
     unlabelled = message
     for label in sorted(set(labels), key=len, reverse=True):
         assert words not in label, f"{words!r} is the case label {label!r}, not a diagnosis"
@@ -426,3 +431,51 @@ class FFGetattr(FB):  # correct: the activation looked up by name in torch.nn.fu
         fn = getattr(F, self.activation)
         h = fn(self.w1(x), approximate="none") if self.activation == "gelu" else fn(self.w1(x))
         return self.w2(h)
+
+
+# ----------------------------------------------------------------------------------------------
+# The mistakes' stable ids (encoder_course/checks/mistakes.py), made for newly catalogued mistakes
+
+
+def new_mistake_ids() -> dict:
+    """``{id: phrase}`` for each catalogued mistake (exercise, phrase) that has no id yet: ``<key>/<name>``, the
+    name made from its first candidate's id (``sdpa-scale-Lk`` -> ``scaled_dot_product_attention/scale-lk``)."""
+    from encoder_course.checks import mistakes
+
+    table = mistakes.table()
+    taken = set(table["mistakes"]) | set(table["retired"])
+    known = {(mid.partition("/")[0], phrase) for mid, phrase in table["mistakes"].items()}
+    key_of = {c: k for k, c in checks.CHECKERS.items()}
+    new = {}
+    for catalogue in catalogues().values():
+        for cid, checker, _, _, words in catalogue.wrong:
+            key = key_of[checker]
+            if (key, words) in known:
+                continue
+            name = re.sub(r"[^a-z0-9]+", "-", re.sub(r"^probe-", "", cid.partition("-")[2]).lower()).strip("-")
+            mid, n = f"{key}/{name or 'mistake'}", 2
+            while mid in taken or mid in new:
+                mid, n = f"{key}/{name}-{n}", n + 1
+            new[mid] = words
+            known.add((key, words))
+    return new
+
+
+def write_new_mistake_ids() -> list[str]:
+    """Give every newly catalogued mistake its id, in ``data/mistakes.json`` and the published list."""
+    import json
+
+    from encoder_course.checks import mistakes
+
+    new = new_mistake_ids()
+    if new:
+        table = json.loads(mistakes.FILE.read_text(encoding="utf-8"))
+        table["mistakes"] = dict(sorted({**table["mistakes"], **new}.items()))
+        mistakes.FILE.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        mistakes.table.cache_clear()
+        mistakes._phrases.cache_clear()
+        published = pathlib.Path(__file__).with_name("published_mistake_ids.txt")
+        ids = set(published.read_text(encoding="utf-8").split()) | set(new)
+        ids |= {i for key in checks.EXERCISES for i in mistakes.general_ids(key)}
+        published.write_text("\n".join(sorted(ids)) + "\n", encoding="utf-8")
+    return sorted(new)

@@ -87,6 +87,10 @@ def main(argv=None) -> int:
     if args.docs:
         rewrite_guide(slowest)
         print("The maintainers' guide's figure for the catalogues rewritten")
+        from checks.catalogue import write_new_mistake_ids
+
+        for mid in write_new_mistake_ids():
+            print(f"  new mistake id: {mid}")
     return 1 if over else 0
 
 
