@@ -89,6 +89,18 @@ def main(argv: list[str] | None = None) -> int:
                       help="the folder to write: new, empty, or an earlier site build (replaced)")
     site.add_argument("--root", default=None,
                       help="repository root (default: the nearest folder with notebooks/solutions)")
+    site.add_argument("--hub", default="", metavar="URL",
+                      help="your JupyterHub's address: each notebook page also links to the notebook there")
+
+    link = sub.add_parser(
+        "link", help="nbgitpuller links that open each notebook on your JupyterHub",
+        description="Print, for each notebook, a link that clones the course into the learner's home on the "
+        "JupyterHub at URL (nbgitpuller; later clicks pull and keep the learner's changes) and opens the notebook.")
+    link.add_argument("names", nargs="*", metavar="NOTEBOOK", help="notebooks (default: all)")
+    link.add_argument("--hub", required=True, metavar="URL", help="the hub's address, https://hub.example.org")
+    link.add_argument("--repo", default=None, metavar="URL",
+                      help="the course's git repository (default: the public one)")
+    link.add_argument("--branch", default="main", help="the branch to pull (default main)")
 
     progress = sub.add_parser(
         "progress", help="which parts of your own encoder are saved and pass their checks",
@@ -145,6 +157,12 @@ def main(argv: list[str] | None = None) -> int:
         return _learner(args)
     if args.command == "grade":
         return _grade(args)
+    if args.command == "link":
+        from .notebook_tools import manifest
+
+        for nb in manifest.select(args.names):
+            sys.stdout.write(f"{nb.stem}  {manifest.hub_url(nb.stem, args.hub, repo=args.repo, branch=args.branch)}\n")
+        return 0
     if args.command == "report":
         return _report(args)
     if args.command == "release":
@@ -192,7 +210,7 @@ def _site(args) -> int:
     from .site.build import SiteError, build_site
 
     try:
-        report = build_site(args.out, args.root)
+        report = build_site(args.out, args.root, hub=args.hub)
     except (FileNotFoundError, SiteError) as exc:
         sys.stderr.write(f"encoder-course site: {exc}\n")
         return 2

@@ -3,7 +3,9 @@
 ``python -m encoder_course.grading.bench [--jobs N] [--students 30]`` writes a class into a
 temporary folder (learner notebooks, most answered right, some wrong, some untouched, one whose
 answer raises), grades it with ``encoder-course grade`` and prints the wall time, the seconds per
-submission and the machine. A benchmark, not a test: the teachers' guide quotes its figure.
+submission, the peak memory (the grader's own, and of all its processes together, sampled every 0.2 s),
+how the time per submission changed from the first to the last third of the class, and the machine. A
+benchmark, not a test: the teachers' guide quotes its figures.
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ import argparse
 import io
 import json
 import os
+import resource
+import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -75,19 +80,47 @@ def main(argv=None) -> int:
         folder = Path(tmp) / "class"
         made = write_class(folder, root, args.students)
         log = io.StringIO()
+        peak, done = [0.0], threading.Event()
+        sampler = threading.Thread(target=_sample_memory, args=(peak, done), daemon=True)
+        sampler.start()
         start = time.perf_counter()
         results, code = grade([folder], csv_path=Path(tmp) / "grades.csv",
                               solutions_dir=root / "notebooks" / "solutions", out=log, jobs=args.jobs)
         wall = time.perf_counter() - start
+        done.set()
+        sampler.join()
     if code != 0 or len(results) != args.students:
         print(log.getvalue())
         return 1
     jobs = args.jobs or os.cpu_count() or 1
     print(f"class: {args.students} submissions of notebook 03 ({', '.join(f'{n} {k}' for k, n in made.items())})")
     print(f"graded in {wall:.1f} s with {jobs} job(s): {wall / args.students:.2f} s per submission")
+    third = max(1, len(results) // 3)
+    first, last = (statistics.mean(r.seconds for r in part) for part in (results[:third], results[-third:]))
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak memory: the grader {own:.0f} MB, all its processes together {peak[0]:.0f} MB (PSS); each submission "
+          f"took {first:.2f} s in the first third of the class and {last:.2f} s in the last")
     print(next(line for line in log.getvalue().splitlines() if line.startswith("verdict processes:")))
     print(f"machine: {budgets.machine()}")
     return 0
+
+
+def _sample_memory(peak: list, done) -> None:
+    """The largest memory of this process and all its descendants together, until ``done`` is set: each one's
+    proportional set size (a page shared by n processes counts 1/n in each, so the fork server's torch is
+    counted once), or its resident size where the system gives no PSS."""
+    import psutil
+
+    me = psutil.Process()
+    while not done.wait(0.2):
+        total = 0
+        for p in [me, *me.children(recursive=True)]:
+            try:
+                info = p.memory_full_info()
+                total += getattr(info, "pss", info.rss)
+            except psutil.Error:
+                pass
+        peak[0] = max(peak[0], total / 2**20)
 
 
 if __name__ == "__main__":

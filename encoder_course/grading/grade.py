@@ -263,7 +263,9 @@ def _read(entry: Submission, path: Path) -> Submission:
         return _set(entry, "not a notebook", "JSON without a list of cells")
     if odd:
         entry.notes.append(f"graded although its name does not end in .ipynb ({escape(path.suffix or 'no extension')})")
-    entry.nb = data
+    # Only what grading reads is kept (outputs can be most of a notebook): a large class fits in memory.
+    entry.nb = {"cells": [{k: c[k] for k in ("cell_type", "id", "source", "metadata") if k in c}
+                          if isinstance(c, dict) else c for c in data["cells"]]}
     return entry
 
 
@@ -566,6 +568,7 @@ def _prepare(entry: Submission, solutions, graded: list) -> None:
     try:
         entry.cells = S.code_cells(entry.nb)
         entry.solution, entry.how = S.match(solutions, entry.cells, entry.path.name)
+        entry.nb = {}  # (its cells are all the grader needs from now on: a large class is not held twice)
     except (Exception, RecursionError, MemoryError) as exc:
         entry.nb, entry.cells, entry.solution = None, [], None
         _set(entry, "unreadable", f"the grader could not read its cells ({type(exc).__name__})")

@@ -165,6 +165,18 @@ def binder_url(stem: str) -> str:
     return f"https://mybinder.org/v2/gh/{REPO_SLUG}/{BRANCH}?urlpath=lab/tree/notebooks/{stem}.ipynb"
 
 
+def hub_url(stem: str, hub: str, *, repo: str | None = None, branch: str = BRANCH) -> str:
+    """The learner version of notebook ``stem`` on the JupyterHub at ``hub``: an nbgitpuller link, which clones
+    ``repo`` into the learner's home on first use (later clicks pull, keeping the learner's changes) and opens
+    the notebook in JupyterLab."""
+    from urllib.parse import urlencode
+
+    repo = repo or f"https://github.com/{REPO_SLUG}"
+    folder = repo.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+    query = urlencode({"repo": repo, "branch": branch, "urlpath": f"lab/tree/{folder}/notebooks/{stem}.ipynb"})
+    return f"{hub.rstrip('/')}/hub/user-redirect/git-pull?{query}"
+
+
 def readme_map() -> str:
     """README's course map table, made from the manifest and the registry."""
     rows = ["| # | notebook | what it teaches | reading | exercises | open |", "|---|---|---|---|---|---|"]

@@ -50,7 +50,7 @@ import nbformat
 from ..notebook_tools import manifest
 from ..notebook_tools.files import BRANCH, REPO_URL
 from ..notebook_tools.learner_versions import BEGIN, END, find_root, solution_notebooks, stub_source
-from ..notebook_tools.manifest import binder_url, colab_url
+from ..notebook_tools.manifest import binder_url, colab_url, hub_url
 from ..quizzes.quiz import bank_modules
 from .links import Linker
 from .outputs import WIDGET_STATE, WIDGET_VIEW, html_output, png_alt, png_hash, widget_outputs
@@ -81,6 +81,7 @@ class Page:
     reading: str = ""  # "25 min", or "" for a notebook the manifest does not list
     exercises: str = ""
     download: str = ""  # the learner version's path in the site ("notebooks/03_masks.ipynb"), or ""
+    hub: str = ""  # a JupyterHub's address (``site --hub``): the page links to the notebook there, or ""
 
     @property
     def number(self) -> str:
@@ -166,6 +167,8 @@ def _page_bar(page: Page) -> str:
         meta += f" · exercises: {html.escape(page.exercises.replace('`', ''))}"
     links = [("Open in Colab", colab_url(page.stem)), ("Open on Binder", binder_url(page.stem)),
              ("Source on GitHub", repo_url(f"notebooks/solutions/{page.stem}.ipynb"))]
+    if page.hub:
+        links.insert(0, ("Open on your JupyterHub", hub_url(page.stem, page.hub)))
     buttons = [f'<a class="ec-button" href="{html.escape(url)}">{text}</a>' for text, url in links]
     if page.download:  # the learner version, copied into the site: the notebook to work in
         buttons.insert(0, f'<a class="ec-button" href="{page.download}" download>Download the notebook</a>')
@@ -378,7 +381,7 @@ def _guide(root: Path, name: str, stems: set[str]) -> str:
     return Linker(stems).markdown(_site_links(text, stems, base="docs"))
 
 
-def write_sources(root: Path, src: Path) -> Prepared:
+def write_sources(root: Path, src: Path, hub: str = "") -> Prepared:
     """Write the Sphinx project (pages, conf.py, static files) into ``src``; return what was collected."""
     readme_path = root / "README.md"
     readme_text = readme_path.read_text(encoding="utf-8") if readme_path.exists() else ""
@@ -400,7 +403,7 @@ def write_sources(root: Path, src: Path) -> Prepared:
         page = Page(path.stem, _notebook_title(nb, path.stem), listed.teaches if listed else "",
                     f"{listed.reading_min} min" if listed else "",
                     ", ".join(f"`{ex.name}`" for ex in listed.exercises) if listed else "",
-                    f"notebooks/{path.name}" if learner.exists() else "")
+                    f"notebooks/{path.name}" if learner.exists() else "", hub)
         prepared = prepare_notebook(nb, page, linker)
         nbformat.write(prepared.nb, src / path.name)
         collected.alt_texts.update(prepared.alt_texts)
@@ -495,13 +498,15 @@ def _ready_out(out: Path) -> None:
         shutil.rmtree(out)
 
 
-def build_site(out: str | Path, root: str | Path | None = None, *, keep_sources: bool = False) -> SiteReport:
+def build_site(out: str | Path, root: str | Path | None = None, *, keep_sources: bool = False,
+               hub: str = "") -> SiteReport:
     """Build the website of the course into ``out`` from the solution notebooks' stored outputs.
 
     Args:
         out: the folder to write; a new or empty one, or an earlier build (replaced whole).
         root: the repository root (default: the nearest folder with ``notebooks/solutions``).
         keep_sources: also leave the generated Sphinx project in ``out/../<out name>-sources``.
+        hub: a JupyterHub's address: each notebook page also links to the notebook there (nbgitpuller).
     Raises:
         SiteError: the builder is not installed, ``out`` holds something else, or Sphinx failed.
     """
@@ -514,7 +519,7 @@ def build_site(out: str | Path, root: str | Path | None = None, *, keep_sources:
         raise SiteError("the site builder is not installed: pip install -r requirements-site.txt") from exc
     with tempfile.TemporaryDirectory(prefix="encoder-course-site-") as tmp:
         src, build = Path(tmp) / "src", Path(tmp) / "build"
-        collected = write_sources(root, src)
+        collected = write_sources(root, src, hub)
         log = build / "warnings.txt"
         build.mkdir()
         # The html folder sits inside `build`: MyST-NB writes its output files next to it.

@@ -111,3 +111,20 @@ def test_a_notebooks_quiz_calls_name_its_own_number(nb):
     source = "\n".join(c.source for c in nbformat.read(nb.solution(ROOT), as_version=4).cells)
     called = re.findall(r"""(?:quiz\.grade|widgets\.quiz|quiz)\(\s*["'](\d\d)["']""", source)
     assert called and set(called) == {nb.number}, called
+
+
+def test_a_hub_link_is_an_nbgitpuller_link_to_the_learner_version(capsys):
+    from urllib.parse import parse_qs, urlsplit
+
+    from encoder_course.cli import main
+
+    url = manifest.hub_url("03_masks", "https://hub.example.org/", repo="https://git.example.org/me/course.git",
+                           branch="spring")
+    parts = urlsplit(url)
+    assert (parts.scheme, parts.netloc, parts.path) == ("https", "hub.example.org", "/hub/user-redirect/git-pull")
+    assert parse_qs(parts.query) == {"repo": ["https://git.example.org/me/course.git"], "branch": ["spring"],
+                                     "urlpath": ["lab/tree/course/notebooks/03_masks.ipynb"]}
+    assert main(["link", "--hub", "https://hub.example.org"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == [nb.stem for nb in manifest.NOTEBOOKS]
+    assert lines[0].split()[1] == manifest.hub_url(manifest.NOTEBOOKS[0].stem, "https://hub.example.org")

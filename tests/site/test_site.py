@@ -14,6 +14,7 @@ that need them are skipped, saying why.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import html
 import http.server
@@ -745,6 +746,17 @@ def test_prepare_drops_the_colab_cell_and_puts_the_bar_under_the_title():
     assert cells[0].source.startswith("# 03 · Masks") and "ec-pagebar" in cells[0].source
     assert "25 min reading" in cells[0].source and site_module.colab_url("03_masks") in cells[0].source
     assert cells[1].source == "What you will do."
+
+
+def test_with_a_hub_the_bar_links_to_the_notebook_there_first():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# 03 · Masks\n\nWhat you will do.")]
+    hub = "https://hub.example.org"
+    page = dataclasses.replace(_PAGE, hub=hub)
+    bar = site_module.prepare_notebook(nb, page).nb.cells[0].source
+    link = html.escape(site_module.hub_url("03_masks", hub))
+    assert f'href="{link}">Open on your JupyterHub' in bar and bar.index(link) < bar.index("Open in Colab")
+    assert "JupyterHub" not in site_module.prepare_notebook(nb, _PAGE).nb.cells[0].source
 
 
 def test_prepare_shows_the_learner_stub_a_folded_solution_and_the_pass_line():
