@@ -100,6 +100,7 @@ def measure(root: Path, names=None, versions=("solutions", "learner"), out=sys.s
                 os.environ["ENCODER_COURSE_WORKSPACE"] = str(Path(workspace) / "my_encoder")
                 run = run_notebook(nb, timeout=10 * budget_seconds(path.name), cwd=path.parent, stop_on_error=True)
             entry = {"seconds": round(run.seconds, 1), "peak_mib": round(run.peak_rss / 2**20),
+                     "first_output_s": None if run.first_output_s is None else round(run.first_output_s, 1),
                      "within_budget": run.stop_reason is None and run.seconds <= budget_seconds(path.name)
                      and run.peak_rss < MEMORY_LIMIT}
             if run.stop_reason:
@@ -121,15 +122,18 @@ def readme_table(record: dict) -> str:
     lines = [
         f"Measured by `encoder-course budgets` on {m.get('date', '?')}: {m.get('cpu', '?')}, {m.get('cores', '?')} "
         f"cores, {m.get('memory_gib', '?')} GiB, Python {m.get('python', '?')}, torch {m.get('torch', '?')}; "
-        "each notebook alone, top to bottom, in a fresh kernel.",
+        "each notebook alone, top to bottom, in a fresh kernel. First output: seconds from the kernel's start to "
+        "the end of the first cell that shows something (learner version), what a learner waits for after Run All.",
         "",
-        "| notebook | solution (s) | learner (s) | kernel peak (MiB) |",
-        "|---|---:|---:|---:|",
+        "| notebook | solution (s) | learner (s) | first output (s) | kernel peak (MiB) |",
+        "|---|---:|---:|---:|---:|",
     ]
     for name in sorted(rows):
         sol, learner = rows[name].get("solutions", {}), rows[name].get("learner", {})
         peak = max(sol.get("peak_mib", 0), learner.get("peak_mib", 0))
-        lines.append(f"| {name} | {sol.get('seconds', '-')} | {learner.get('seconds', '-')} | {peak} |")
+        first = learner.get("first_output_s", sol.get("first_output_s"))
+        lines.append(f"| {name} | {sol.get('seconds', '-')} | {learner.get('seconds', '-')} | "
+                     f"{'-' if first is None else first} | {peak} |")
     return "\n".join(lines)
 
 

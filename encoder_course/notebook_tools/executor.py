@@ -37,12 +37,15 @@ class RunResult:
         executed: indices of the cells that finished.
         stopped_at: index of the cell that was running when the run stopped early, else None.
         stop_reason: ``"timed out"``, ``"kernel died"``, ``"error"`` or None.
+        first_output_s: wall time from kernel start to the end of the first cell that shows something (what
+            a learner waits for after Run All), None when no cell does.
     """
 
     seconds: float = 0.0
     peak_rss: int = 0
     cpu_seconds: float = 0.0
     executed: list[int] = field(default_factory=list)
+    first_output_s: float | None = None
     stopped_at: int | None = None
     stop_reason: str | None = None
 
@@ -232,6 +235,8 @@ def run_notebook(nb, *, timeout: float, cwd: str | Path, kernel_name: str = "pyt
             cell["outputs"], cell["execution_count"] = [], None
             cell_deadline = deadline if cell_timeout is None else min(deadline, time.monotonic() + cell_timeout)
             status = _run_cell(kc, km, cell, cell_deadline, collected, nbformat)
+            if result.first_output_s is None and cell["outputs"]:
+                result.first_output_s = time.monotonic() - start
             if status == "ok" or (status == "error" and (not stop_on_error or may_raise(cell))):
                 result.executed.append(index)
                 continue

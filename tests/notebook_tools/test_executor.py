@@ -84,6 +84,17 @@ def test_the_run_returns_seconds_after_its_last_cell(tmp_path):
     assert after_last_cell < 10, f"{after_last_cell:.1f} s between the last cell and the end of the run"
 
 
+def test_the_first_output_is_timed_at_the_end_of_the_first_cell_that_shows_something(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(1.0)"), nbformat.v4.new_code_cell("print('hi')"),
+                nbformat.v4.new_code_cell("time.sleep(1.0)\nprint('later')")]
+    run = executor.run_notebook(nb, timeout=120, cwd=tmp_path)
+    assert run.first_output_s is not None and 1.0 <= run.first_output_s <= run.seconds - 1.0
+    quiet = executor.run_notebook(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), timeout=120,
+                                  cwd=tmp_path)
+    assert quiet.first_output_s is None
+
+
 # --- what `encoder-course execute` stores: widget state, and a notebook that a re-run leaves as it was -------
 
 SLIDER = "import ipywidgets as W\nslider = W.IntSlider(value=3, min=0, max=9, description='n')\nslider"
