@@ -117,3 +117,14 @@ def test_the_page_in_a_browser_offline_at_desktop_and_phone_widths(graded):
                 page.close()
         finally:
             browser.close()
+
+
+def test_resume_keeps_the_details_of_the_rows_it_keeps(tmp_path):
+    from encoder_course.grading import grade as G
+
+    details = tmp_path / "g.details.json"
+    details.write_text(json.dumps([{"file": "a/03.ipynb", "mistakes": {"padding_mask": "padding_mask/inverted"}},
+                                   {"file": "=b.ipynb", "mistakes": {}}, "not an entry"]), encoding="utf-8")
+    kept = G.read_details(details, {"a/03.ipynb", "'=b.ipynb"})  # (the CSV's cells: a formula gets a quote)
+    assert [d["file"] for d in kept] == ["a/03.ipynb", "=b.ipynb"]
+    assert G.read_details(tmp_path / "missing.json", {"a/03.ipynb"}) == []
