@@ -70,14 +70,19 @@ def withdraw(key: str) -> int:
     with it) by stubs, in this process; returns how many functions. Only the course's own code is touched."""
     import linecache
 
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    done = set()
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    done, found = set(), 0
     for shown, obj in _locked({key}):
         for f in _functions(obj):
-            if id(f) in done or not os.path.abspath(f.__code__.co_filename).startswith(package + os.sep):
+            found += 1
+            if id(f) in done or f.__code__.co_filename.startswith("<withheld "):  # (withdrawn already)
                 continue
+            if not os.path.realpath(f.__code__.co_filename).startswith(package + os.sep):
+                raise RuntimeError(f"{shown}'s code is not the course's own ({f.__code__.co_filename}): not withheld")
             done.add(id(f))
             f.__code__ = _stub_code(f.__code__, shown)
+    if not found:
+        raise RuntimeError(f"nothing to withhold for the exercise {key!r}")
     linecache.clearcache()
     return len(done)
 
