@@ -198,7 +198,7 @@ def make_plan(mode: str, *, hide=(), hide_files=(), memory_mb=4096, cpu_s=120) -
     # The course's own answers: each module that defines one is shown as its stub, its bytecode hidden.
     from . import withhold
 
-    stubs = tempfile.mkdtemp(prefix=RUN_PREFIX + "withheld-")
+    stubs = tempfile.mkdtemp(prefix=f"{RUN_PREFIX}{os.getpid()}-withheld-")  # (named by the grader's pid)
     os.chmod(stubs, 0o755)
     plan.withheld = withhold.write_stubs(stubs)
     caches = [c for real, _ in plan.withheld for c in withhold.bytecode_caches(real)]
@@ -318,7 +318,7 @@ def clean_environment(job_dir: str) -> dict[str, str]:
 def make_run_base() -> str:
     """The grader's private folder for this run (0711: others may pass through it, not list it): the fork
     server's home and log, and the learner's folders where no private /tmp is (``--trust-submissions``)."""
-    base = tempfile.mkdtemp(prefix=RUN_PREFIX)
+    base = tempfile.mkdtemp(prefix=f"{RUN_PREFIX}{os.getpid()}-")  # (named by the grader's pid)
     os.chmod(base, 0o711)
     return base
 

@@ -7,16 +7,21 @@ teacher would start it, so it can be interrupted, killed, watched for memory, an
 from __future__ import annotations
 
 import csv
+import glob
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 import psutil
 import pytest
 from grading_helpers import RIGHT, SOLUTIONS, WRONG, load, solved, write
+
+from encoder_course.grading import sandbox
 
 pytestmark = pytest.mark.notebooks
 SECRET = "s3cr3t-teacher-7c1e"
@@ -75,6 +80,9 @@ def test_interrupted_and_killed_runs_keep_their_rows_and_resume(tmp_path):
     _, alive = psutil.wait_procs(below, timeout=10)
     left = [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not left, [(p.pid, p.cmdline(), p.ppid()) for p in left]
+    # A grader killed outright leaves its folders in /tmp (the teachers' guide says so): this test removes its own.
+    for leftover in glob.glob(f"{tempfile.gettempdir()}/{sandbox.RUN_PREFIX}{proc.pid}-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
     # SIGTERM (a scheduler's stop) is a Ctrl-C too: the rows stay, the exit code names the signal
     other = tmp_path / "other.csv"
     proc = subprocess.Popen(_command(folder, other), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
