@@ -65,23 +65,33 @@ def lab(tmp_path_factory):
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError("JupyterLab did not start:\n" + (work / "server.log").read_text()) from None
-                time.sleep(0.5)
+        wait_until_it_answers(f"{base}/api/status?token={token}", proc, work / "server.log", "JupyterLab", 90)
         yield {"base": base, "token": token, "dir": work}
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # the server and every kernel it started
+        stop_server(proc, log, 20)  # the server and every kernel it started
+
+
+def wait_until_it_answers(url: str, proc, log_path: Path, what: str, timeout_s: float) -> None:
+    """Wait until ``url`` answers; raise with the end of the server's log if ``proc`` dies or time runs out."""
+    deadline = time.time() + timeout_s
+    while True:
         try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except OSError:
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"{what} did not start:\n" + log_path.read_text()[-3000:]) from None
+            time.sleep(0.5)
+
+
+def stop_server(proc, log, timeout_s: float) -> None:
+    """Stop ``proc`` and everything in its session (SIGTERM, then SIGKILL), and close its log."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+    log.close()
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +120,11 @@ def open_and_run_all(page, lab, name: str, timeout_s: float = 240) -> None:
     # A workspace of its own, reset, so only this notebook is open.
     workspace = Path(name).stem.replace("_", "-")
     page.goto(f"{lab['base']}/lab/workspaces/{workspace}/tree/{name}?reset&token={lab['token']}")
+    run_all(page, timeout_s)
+
+
+def run_all(page, timeout_s: float) -> None:
+    """Run All from the menu of the notebook open in ``page``, and wait until every cell has run."""
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     # The status bar says "| Idle" once the kernel has started and connected.
     page.locator(".jp-StatusBar-Widget", has_text="Idle").first.wait_for(timeout=120_000)

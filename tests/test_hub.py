@@ -12,11 +12,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -37,7 +35,14 @@ for needed, why in ((shutil.which("jupyterhub"), "jupyterhub (pip install -r req
     if not needed:
         pytest.fail(f"ENCODER_COURSE_HUB_TEST=1 but {why} is missing")
 pytest.importorskip("nbgitpuller", reason="nbgitpuller is not installed (pip install -r requirements-hub.txt)")
-from test_browser import CHROME_ARGS, assert_no_errors, free_port, started, wait_until_done  # noqa: E402
+from test_browser import (  # noqa: E402
+    CHROME_ARGS,
+    assert_no_errors,
+    free_port,
+    run_all,
+    stop_server,
+    wait_until_it_answers,
+)
 
 CONFIG = """
 c = get_config()  # noqa
@@ -92,23 +97,10 @@ def hub(tmp_path_factory):
                             stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/hub/health", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError("JupyterHub did not start:\n" + (work / "hub.log").read_text()[-3000:]) from None
-                time.sleep(0.5)
+        wait_until_it_answers(f"{base}/hub/health", proc, work / "hub.log", "JupyterHub", 120)
         yield {"base": base, "repo": str(repo), "branch": branch, "work": work}
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # the hub, its proxy and the learners' servers
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
+        stop_server(proc, log, 30)  # the hub, its proxy and the learners' servers
 
 
 def test_a_learner_follows_the_link_to_notebook_00_runs_it_and_its_check_passes(hub):
@@ -125,14 +117,7 @@ def test_a_learner_follows_the_link_to_notebook_00_runs_it_and_its_check_passes(
             page.wait_for_url("**/user/learner/**", timeout=180_000)
             page.goto(link)  # nbgitpuller clones the course, then opens the notebook in JupyterLab
             page.wait_for_url("**/lab/tree/encoder-course/notebooks/00_start_here.ipynb*", timeout=180_000)
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
-            page.locator(".jp-StatusBar-Widget", has_text="Idle").first.wait_for(timeout=120_000)
-            for _ in range(3):
-                page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-                page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").click()
-                if started(page, 30):
-                    break
-            wait_until_done(page, 300)
+            run_all(page, 300)
             assert_no_errors(page)
             page.keyboard.press("Control+s")
             time.sleep(3)
