@@ -1,18 +1,32 @@
-"""The learner's modules: building them, reaching their parameters, randomising them, calling them.
+"""The probing toolkit of the class checkers: the learner's module and the reference, side by side.
 
-The class checkers build the learner's class at several sizes, give the contract's parameters random
-values, copy those into the package's reference module (built with ``implementation="eager"``: the step-by-step
-path), and call both on the same inputs.
+A class checker builds a :class:`Pair` (the learner's class at one size, the contract's parameters random and
+copied into the package's reference, built with ``implementation="eager"``: the step-by-step path) and then
+reads as its exercise's cases, mistakes and probes::
+
+    pair = Pair(name, cls, (d_model, d_ff), Reference(d_model, d_ff), PATHS, seed=31)
+    for mode in pair.modes("eval", "train"):
+        for label, x in cases:
+            pair.check(f"{label}, in {mode}() mode", (x,), MISTAKES, (x, pair.params()), HINT,
+                       probes=[pair.settings_probe(label, (x,), SETTINGS)])
+    pair.gradients(label, x)
+
+Each check is ``_compare_output``'s, in order: shape, dtype, randomness, state kept between calls (a newly
+built copy with the same weights), the listed mistakes, the probes, then where the numbers differ. A probe
+varies one thing (:meth:`Pair.setting`: some parameters set, in both modules or in the learner's alone, and
+given back afterwards) and returns its diagnosis or "".
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import weakref
 
 import torch
 
-from ._compare import _check_gradients, _close, _identical
+from ._compare import _check_gradients, _close, _compare_output, _identical
 from ._run import ExerciseError, _check_unchanged, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
 
 # ----------------------------------------------------------------------------------------------
@@ -128,22 +142,15 @@ def _copy_params(name: str, cand, ref, paths) -> None:
 # Calling it
 
 
-def _call_module(name, module, label, *args):
-    inputs = {"x": args[0]}
-    if len(args) > 1 and args[1] is not None:
-        inputs["mask"] = args[1]
-    return _call_inputs(name, module, label, inputs, "the output tensor")
-
-
-def _call_inputs(name, module, label, inputs: dict, what: str, rehint=None):
-    """Call ``module(*inputs.values())`` as the learner's: a failure that comes from something kept on ``self``
-    says so, other failures go through ``rehint`` (a hint for this exercise), the inputs must come back
-    unchanged, and the result must be a tensor (``what`` says which)."""
+def _call_inputs(name, module, label, inputs: dict, what: str | None, rehint=None):
+    """Call ``module(*inputs.values())`` (a module or a function) as the learner's: a failure that comes from
+    something kept on ``self`` says so, other failures go through ``rehint`` (a hint for this exercise), the
+    inputs must come back unchanged, and the result must be a tensor (``what`` says which; None: any result)."""
     before = _snapshot(inputs)
     try:
         got = _invoke(name, label, module, *inputs.values())
     except ExerciseError as exc:
-        kept = _kept_state(module)
+        kept = _kept_state(module) if isinstance(module, torch.nn.Module) else []
         if not kept:
             raise (exc if rehint is None else rehint(exc)) from exc.__cause__
         shown = ", ".join(f"`{k}`" for k in kept)
@@ -153,82 +160,168 @@ def _call_inputs(name, module, label, inputs: dict, what: str, rehint=None):
             "forward (a mask, statistics, keys and values); compute everything from the inputs of this call."
         ) from exc.__cause__
     _check_unchanged(name, before, inputs)
-    return _expect_tensor(name, got, label, what)
-
-
-def _check_repeatable(name, module, label, got, *args) -> None:
-    """In eval() mode a module must give the same output twice: catch dropout left switched on."""
-    again = _call_module(name, module, label, *args)
-    if not _identical(again, got):
-        kept = _kept_state(module)
-        if kept:
-            raise ExerciseError(
-                f"Your {name} gives a different output each time {label}: it keeps "
-                f"{', '.join(f'`{k}`' for k in kept)} from one call to the next.\nHint: do not store results "
-                "on self inside forward (running statistics, a mask, keys and values); compute everything "
-                "from the inputs of this call."
-            )
-        raise ExerciseError(
-            f"Your {name} gives a different output each time {label}: dropout is active in eval mode, or "
-            "something is kept from one call to the next.\nHint: use nn.Dropout modules, which switch off "
-            "in eval(); F.dropout(x, p) needs training=self.training. Do not store results (statistics, "
-            "a mask, keys) on self during forward."
-        )
-
-
-def _fresh_output(name, rebuild, cand, label, *inputs):
-    """The output of a newly built copy of the learner's module, with the same weights and mode."""
-    fresh = rebuild()
-    fresh.load_state_dict(cand.state_dict(), strict=False)
-    fresh.train(cand.training)
-    return _call_module(name, fresh, label, *inputs)
-
-
-def _module_gradients(name, cand, ref, paths, label, x, *extra) -> None:
-    """Compare the gradients for x and the contract's parameters (both modules in eval mode)."""
-    cand.eval()
-    _check_gradients(name, label, lambda x: _call_module(name, cand, label, x, *extra),
-                     lambda x: ref(x, *[e for e in extra if e is not None]), {"x": x},
-                     {path: _sub(name, cand, path) for path in paths},
-                     {path: _sub(name, ref, path) for path in paths})
+    return got if what is None else _expect_tensor(name, got, label, what)
 
 
 # ----------------------------------------------------------------------------------------------
-# Probing it: set one parameter at a time, in both modules, and see whether the answer comes right
+# The pair: the learner's module and the reference, side by side
 
 
-def _setting_probe(name, cand, ref, label, inputs, settings, factor=1.0) -> str:
-    """The first setting (``{path: value}``, given to both modules) under which the learner's output is right.
+_KEPT_HINT = ("\nHint: do not store results on self inside forward (running statistics, a mask, keys and values); "
+              "compute everything from the inputs of this call.")
+_DROPOUT_HINT = ("dropout is active in eval mode, or something is kept from one call to the next.\nHint: use "
+                 "nn.Dropout modules, which switch off in eval(); F.dropout(x, p) needs training=self.training. Do "
+                 "not store results (statistics, a mask, keys) on self during forward.")
 
-    ``settings`` is a list of (``{path: value}``, diagnosis): a value is a number (every entry) or
-    "identity" (an identity matrix). With the setting, a mistake in what it switches off disappears,
-    which localises it. Both modules get their parameters back afterwards. Returns the diagnosis, or "".
+
+def _trimmed(values) -> tuple:
+    """The inputs without the trailing ``None``s: an input left out is an input not given."""
+    values = list(values)
+    while values and values[-1] is None:
+        values.pop()
+    return tuple(values)
+
+
+class Pair:
+    """The learner's module (``cand``, built as ``cls(*args, **kwargs)``) and the package's ``ref``.
+
+    The contract's parameters (``paths``; by default every parameter of the reference) must exist with the
+    reference's shapes; they get random values (seeded by ``seed``) that are copied into the reference. The eps
+    of each LayerNorm named in ``norms`` is taken over from the learner's when it is a valid one. Inputs are
+    passed by the names in ``inputs`` (trailing ``None``s left out); ``what`` names the result for messages;
+    ``rehint(error, *values)`` rewrites an error of the learner's code with this exercise's hint; ``before(cand,
+    ref)`` runs first (a check of the module's layout, say).
     """
-    paths = sorted({path for values, _ in settings for path in values})
-    saved = {path: (_sub(name, cand, path).detach().clone(), _sub(name, ref, path).detach().clone())
-             for path in paths}
-    try:
-        for values, diagnosis in settings:
-            for path, (mine, theirs) in saved.items():
-                _sub(name, cand, path).data.copy_(mine)
-                _sub(name, ref, path).data.copy_(theirs)
-            for path, value in values.items():
-                for module in (cand, ref):
-                    p = _sub(name, module, path)
-                    if value == "identity":
-                        p.data.copy_(torch.eye(*p.shape, dtype=p.dtype))
-                    else:
-                        p.data.fill_(value)
+
+    def __init__(self, name, cls, args, ref, paths=None, *, seed: int, kwargs=None, norms=(),
+                 inputs=("x", "mask"), what="the output tensor", rehint=None, before=None):
+        self.name, self.ref, self.inputs, self.what, self.rehint = name, ref, inputs, what, rehint
+        self.rebuild = functools.partial(_build, name, cls, *args, **(kwargs or {}))
+        self.cand = cand = self.rebuild()
+        if before is not None:
+            before(cand, ref)
+        self.paths = tuple(paths) if paths is not None else tuple(path for path, _ in ref.named_parameters())
+        for path in self.paths:
+            _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
+        _randomise(name, cand, self.paths, seed)
+        _copy_params(name, cand, ref, self.paths)
+        for norm in norms:
+            eps = _contract_eps(name, cand, norm)
+            if eps is not None:
+                (_sub(name, ref, norm) if norm else ref).eps = eps
+        ref.eval()
+
+    # ------------------------------------------------------------------------------------------
+    # Calling
+
+    def modes(self, *modes):
+        """Each mode in turn ("eval", "train"), the learner's module switched to it."""
+        for mode in modes:
+            getattr(self.cand, mode)()
+            yield mode
+
+    def params(self) -> dict:
+        """The reference's values of the contract's parameters (what the listed mistakes compute with)."""
+        return {path: _sub(self.name, self.ref, path).detach() for path in self.paths}
+
+    def call(self, label, *values, module=None):
+        """The learner's module (or another copy of it) on ``values``, checked as its answer to this exercise."""
+        given = dict(zip(self.inputs, _trimmed(values)))
+        rehint = None if self.rehint is None else (lambda exc: self.rehint(exc, *values))
+        return _call_inputs(self.name, self.cand if module is None else module, label, given, self.what,
+                            rehint=rehint)
+
+    def want(self, *values):
+        return self.ref(*_trimmed(values))
+
+    def fresh(self, label, *values):
+        """The output of a newly built copy with the same weights and mode: state kept between calls shows."""
+        copy = self.rebuild()
+        copy.load_state_dict(self.cand.state_dict(), strict=False)
+        copy.train(self.cand.training)
+        return self.call(label, *values, module=copy)
+
+    def repeatable(self, label, got, *values, unrepeatable=_DROPOUT_HINT) -> None:
+        """In eval() mode the module must give the same output twice (dropout left on, or state kept)."""
+        if _identical(self.call(label, *values), got):
+            return
+        kept = _kept_state(self.cand)
+        if kept:
+            raise ExerciseError(f"Your {self.name} gives a different output each time {label}: it keeps "
+                                f"{', '.join(f'`{k}`' for k in kept)} from one call to the next.{_KEPT_HINT}")
+        raise ExerciseError(f"Your {self.name} gives a different output each time {label}: {unrepeatable}")
+
+    def check(self, label, values, mistakes, variant_args, hint, *, repeat=None, unrepeatable=_DROPOUT_HINT,
+              probes=(), **options):
+        """One case: the learner's answer on ``values`` against the reference's (see ``_compare_output``).
+
+        ``probes`` are called with no argument when no listed mistake fits; ``options`` go to
+        ``_compare_output`` (``case_hint``, ``factor``, ``random_hint``, ``others``, ``axes``). The answer must come
+        out the same twice in eval() mode (``repeat``: in train() mode too). Returns the answer.
+        """
+        got = self.call(label, *values)
+        if (not self.cand.training) if repeat is None else repeat:
+            self.repeatable(label, got, *values, unrepeatable=unrepeatable)
+        options.setdefault("masked", len(values) > 1 and values[1] is not None)
+        _compare_output(self.name, got, self.want(*values), label, mistakes, variant_args, hint,
+                        rerun=functools.partial(self.call, label, *values),
+                        fresh=functools.partial(self.fresh, label, *values), probes=probes, **options)
+        return got
+
+    def gradients(self, label, *values) -> None:
+        """The gradients of the contract's parameters (and of a float input) against the reference's, in eval()."""
+        self.cand.eval()
+        first, rest = values[0], values[1:]
+        grad_inputs = {"x": first} if first.is_floating_point() else {}
+
+        def mine(**given):
+            return self.call(label, given.get("x", first), *rest)
+
+        def theirs(**given):
+            return self.want(given.get("x", first), *rest)
+
+        _check_gradients(self.name, label, mine, theirs, grad_inputs,
+                         {path: _sub(self.name, self.cand, path) for path in self.paths},
+                         {path: _sub(self.name, self.ref, path) for path in self.paths})
+
+    # ------------------------------------------------------------------------------------------
+    # Probing: one thing varied at a time
+
+    @contextlib.contextmanager
+    def setting(self, values: dict, *, both: bool = True):
+        """Parameters set (a number for every entry, or "identity") in the learner's module and, with ``both``, in
+        the reference; every one given back afterwards."""
+        modules = (self.cand, self.ref) if both else (self.cand,)
+        saved = [(p, p.detach().clone()) for path in values for p in (_sub(self.name, m, path) for m in modules)]
+        try:
             with torch.no_grad():
-                try:
-                    got = _call_module(name, cand, label, *inputs)
-                except ExerciseError:
-                    continue
-                want = ref(*[i for i in inputs if i is not None])
-            if got.shape == want.shape and _close(got, want, factor):
-                return diagnosis
-    finally:
-        for path, (mine, theirs) in saved.items():
-            _sub(name, cand, path).data.copy_(mine)
-            _sub(name, ref, path).data.copy_(theirs)
-    return ""
+                for path, value in values.items():
+                    for module in modules:
+                        p = _sub(self.name, module, path)
+                        if value == "identity":
+                            p.copy_(torch.eye(*p.shape, dtype=p.dtype))
+                        else:
+                            p.fill_(value)
+            yield
+        finally:
+            with torch.no_grad():
+                for p, value in saved:
+                    p.copy_(value)
+
+    def settings_probe(self, label, values, settings, factor: float = 1.0):
+        """A probe: the first setting (``{path: value}``, given to both modules) under which the learner's answer
+        on ``values`` is right, whose diagnosis (the pair's second item) then says where the mistake is."""
+
+        def probe() -> str:
+            for setting, diagnosis in settings:
+                with self.setting(setting), torch.no_grad():
+                    try:
+                        got = self.call(label, *values)
+                    except ExerciseError:
+                        continue
+                    want = self.want(*values)
+                if got.shape == want.shape and _close(got, want, factor):
+                    return diagnosis
+            return ""
+
+        return probe

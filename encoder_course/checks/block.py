@@ -6,19 +6,8 @@ import functools
 
 import torch
 
-from ._compare import _close, _compare_output, _identical
-from ._modules import (
-    _build,
-    _call_module,
-    _check_repeatable,
-    _contract_eps,
-    _copy_params,
-    _fresh_output,
-    _module_gradients,
-    _randomise,
-    _setting_probe,
-    _sub,
-)
+from ._compare import _close, _identical
+from ._modules import Pair, _sub
 from ._run import ExerciseError, _checker, _gen, _randn
 from .multi_head import _MHA_PATHS
 from .registry import exercise
@@ -245,18 +234,11 @@ _BLOCK_SETTINGS = [
 ]
 
 
-def _skeleton_probe(name, cand, ref, label, x, mask, norm_first: bool) -> str:
+def _skeleton_probe(pair, label, x, mask, norm_first: bool) -> str:
     """With both sublayers giving zeros, a block is its residuals and norms: name what the learner's returns."""
-    paths = list(_NO_ATTENTION) + list(_NO_FFN)
-    saved = {path: _sub(name, cand, path).detach().clone() for path in paths}
-    try:
-        with torch.no_grad():
-            for path in paths:
-                _sub(name, cand, path).zero_()
-            got = _call_module(name, cand, label, x, mask).double()
-    finally:
-        for path, value in saved.items():
-            _sub(name, cand, path).data.copy_(value)
+    ref = pair.ref
+    with pair.setting({**_NO_ATTENTION, **_NO_FFN}, both=False), torch.no_grad():
+        got = pair.call(label, x, mask).double()
     with torch.no_grad():
         n1, n2 = ref.norm1, ref.norm2
         sums = {
@@ -295,20 +277,9 @@ def check_encoder_block(cls):
     for norm_first in (False, True):
         style = "pre-LN (norm_first=True)" if norm_first else "post-LN (norm_first=False)"
         for dropout in (0.3, 0.0):
-            rebuild = functools.partial(_build, name, cls, d_model, n_heads, d_ff, dropout=dropout,
-                                        norm_first=norm_first)
-            cand = rebuild()
-            ref = Reference(d_model, n_heads, d_ff, dropout=0.0, norm_first=norm_first,
-                            implementation="eager")
-            for path in _BLOCK_PATHS:
-                _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
-            _randomise(name, cand, _BLOCK_PATHS, 41 + norm_first)
-            _copy_params(name, cand, ref, _BLOCK_PATHS)
-            for norm in ("norm1", "norm2"):
-                eps = _contract_eps(name, cand, norm)
-                if eps is not None:
-                    getattr(ref, norm).eps = eps
-            ref.eval()
+            ref = Reference(d_model, n_heads, d_ff, dropout=0.0, norm_first=norm_first, implementation="eager")
+            pair = Pair(name, cls, (d_model, n_heads, d_ff), ref, _BLOCK_PATHS, seed=41 + norm_first,
+                        kwargs={"dropout": dropout, "norm_first": norm_first}, norms=("norm1", "norm2"))
             cases = [
                 (f"as {style}, x (2, 5, {d_model}), no mask", x, None),
                 (f"as {style} with a padding mask (2, 1, 1, 5)", x, pad),
@@ -317,49 +288,39 @@ def check_encoder_block(cls):
                 (f"as {style}, a batch of one, x (1, 3, {d_model}), no mask", x1, None),
                 (f"as {style}, x (3, 4, {d_model}) with padding in the first and last sequences", x3, pad3),
             ]
-            modes = ("eval",) if dropout else ("eval", "train")
-            for mode in modes:
-                getattr(cand, mode)()
+            for mode in pair.modes(*(("eval",) if dropout else ("eval", "train"))):
+                where = f"dropout={dropout}, in {mode}() mode"
                 for label, xx, mask in cases:
-                    label_m = f"{label}, dropout={dropout}, in {mode}() mode"
-                    got = _call_module(name, cand, label_m, xx, mask)
-                    if mode == "eval":
-                        _check_repeatable(name, cand, label_m, got, xx, mask)
-                    want = ref(xx, mask) if mask is not None else ref(xx)
-                    others = [functools.partial(_call_module, name, cand, f"{lab}, dropout={dropout}, in {mode}() "
-                                                "mode", xo, mo) for lab, xo, mo in cases if xo is not xx]
-                    _compare_output(
-                        name, got, want, label_m, _block_mistakes(norm_first, mode, dropout), (xx, ref, mask),
+                    label = f"{label}, {where}"
+                    others = [functools.partial(pair.call, f"{lab}, {where}", xo, mo)
+                              for lab, xo, mo in cases if xo is not xx]
+                    pair.check(
+                        label, (xx, mask), _block_mistakes(norm_first, mode, dropout), (xx, ref, mask),
                         "post-LN: x = norm1(x + attn(x, mask)); x = norm2(x + ffn(x)). "
                         "pre-LN: x = x + attn(norm1(x), mask); x = x + ffn(norm2(x)). Take the sizes "
                         "from x, never fixed numbers.", factor=3.0,
-                        rerun=functools.partial(_call_module, name, cand, label_m, xx, mask),
                         random_hint="this block was built with dropout=0.0, so nothing in it may be random: "
                                     "build the dropout layers from the dropout argument, nn.Dropout(dropout), "
                                     "not from a fixed rate.",
-                        fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx, mask),
-                        masked=mask is not None, others=others,
-                        probes=[functools.partial(_setting_probe, name, cand, ref, label_m, (xx, mask),
-                                                  _BLOCK_SETTINGS, factor=3.0),
-                                functools.partial(_skeleton_probe, name, cand, ref, label_m, xx, mask, norm_first)],
+                        others=others,
+                        probes=[pair.settings_probe(label, (xx, mask), _BLOCK_SETTINGS, factor=3.0),
+                                functools.partial(_skeleton_probe, pair, label, xx, mask, norm_first)],
                         axes=("sequence", "position", "feature"))
             if not dropout:
-                _module_gradients(name, cand, ref, _BLOCK_PATHS, f"{cases[1][0]}, in eval() mode", x, pad)
-            if dropout:
-                cand.train()
-                label_t = f"as {style}, dropout={dropout}, in train() mode"
-                first = _call_module(name, cand, label_t, x, pad)
-                second = _call_module(name, cand, label_t, x, pad)
-                if torch.equal(first, second):
-                    raise ExerciseError(
-                        f"Your {name} gives exactly the same output twice {label_t}, so no dropout is "
-                        "happening during training.\nHint: apply dropout (self.dropout1, self.dropout2) "
-                        "to each sublayer's output before adding it to the residual."
-                    )
-                _check_dropout_place(name, cand, ref, label_t, x, pad, dropout, norm_first)
+                pair.gradients(f"{cases[1][0]}, in eval() mode", x, pad)
+                continue
+            pair.cand.train()
+            label_t = f"as {style}, dropout={dropout}, in train() mode"
+            if torch.equal(pair.call(label_t, x, pad), pair.call(label_t, x, pad)):
+                raise ExerciseError(
+                    f"Your {name} gives exactly the same output twice {label_t}, so no dropout is "
+                    "happening during training.\nHint: apply dropout (self.dropout1, self.dropout2) "
+                    "to each sublayer's output before adding it to the residual."
+                )
+            _check_dropout_place(pair, label_t, x, pad, dropout, norm_first)
 
 
-def _check_dropout_place(name, cand, ref, label, x, mask, p: float, norm_first: bool) -> None:
+def _check_dropout_place(pair, label, x, mask, p: float, norm_first: bool) -> None:
     """Dropout belongs on each sublayer's output, and only there.
 
     With the weights of the sublayers' last layers (attn.w_o, ffn.w2) set to zero, a sublayer outputs
@@ -369,6 +330,8 @@ def _check_dropout_place(name, cand, ref, label, x, mask, p: float, norm_first: 
     output minus x is then the kept sublayer's dropped-out bias, which shows the rate: every kept
     value is scaled by 1 / (1 - p).
     """
+    name, cand, ref = pair.name, pair.cand, pair.ref
+
     def zero(path):
         for module in (cand, ref):
             _sub(name, module, path).data.zero_()
@@ -382,8 +345,8 @@ def _check_dropout_place(name, cand, ref, label, x, mask, p: float, norm_first: 
         zero(off)
         if on is not None:
             _sub(name, cand, on).data.copy_(ffn_bias)
-        first = _call_module(name, cand, label, x, mask)
-        if _identical(first, _call_module(name, cand, label, x, mask)):
+        first = pair.call(label, x, mask)
+        if _identical(first, pair.call(label, x, mask)):
             raise ExerciseError(
                 f"Your {name} never drops the {sublayer} sublayer's output {label}. Dropout goes on what "
                 f"the sublayer returns, before the residual sum: x + self.{drop}(...) around it (post-LN: "
@@ -402,7 +365,7 @@ def _check_dropout_place(name, cand, ref, label, x, mask, p: float, norm_first: 
                     "from the dropout argument; p is the probability to drop, not to keep."
                 )
     zero("ffn.w2.bias")
-    got = _call_module(name, cand, label, x, mask)
+    got = pair.call(label, x, mask)
     want = ref(x, mask)
     if got.shape == want.shape and not _close(got, want, factor=3.0):
         raise ExerciseError(

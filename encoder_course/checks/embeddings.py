@@ -14,8 +14,8 @@ import re
 
 import torch
 
-from ._compare import _check_gradients, _close, _compare_output, _identical, probe
-from ._modules import _build, _call_inputs, _contract_eps, _copy_params, _randomise, _setting_probe, _sub
+from ._compare import _close, _identical, probe
+from ._modules import Pair
 from ._run import ExerciseError, _checker, _gen
 from .registry import exercise
 
@@ -171,19 +171,6 @@ def _hint(exc: ExerciseError, cfg, ids) -> ExerciseError:
     return ExerciseError(str(exc).split("\nHint:")[0] + f"\nHint: {hint}")
 
 
-def _call(name, module, label, ids, types, cfg):
-    inputs = {"token_ids": ids} if types is None else {"token_ids": ids, "token_type_ids": types}
-    return _call_inputs(name, module, label, inputs, "the embeddings (B, L, d_model)",
-                        rehint=lambda exc: _hint(exc, cfg, ids))
-
-
-def _fresh(name, rebuild, cand, label, ids, types, cfg):
-    fresh = rebuild()
-    fresh.load_state_dict(cand.state_dict(), strict=False)
-    fresh.train(cand.training)
-    return _call(name, fresh, label, ids, types, cfg)
-
-
 # ----------------------------------------------------------------------------------------------
 # Probes: one table at a time
 
@@ -208,20 +195,15 @@ def _settings(cfg):
 
 
 @probe
-def _position_probe(name, cand, r, cfg, label, ids) -> str:
+def _position_probe(pair, cfg, label, ids) -> str:
     """With every token (and type) vector zero, the output is the positions alone: which row went where?"""
-    paths = ["token.weight"] + (["token_type.weight"] if cfg.type_vocab_size else [])
-    saved = {path: _sub(name, cand, path).detach().clone() for path in paths}
+    r = pair.ref
+    tables = ["token.weight"] + (["token_type.weight"] if cfg.type_vocab_size else [])
     try:
-        with torch.no_grad():
-            for path in paths:
-                _sub(name, cand, path).zero_()
-            got = _call(name, cand, f"{label}, with every token vector zero", ids, None, cfg).double()
+        with pair.setting(dict.fromkeys(tables, 0.0), both=False), torch.no_grad():
+            got = pair.call(f"{label}, with every token vector zero", ids).double()
     except ExerciseError:
         return ""
-    finally:
-        for path, value in saved.items():
-            _sub(name, cand, path).data.copy_(value)
     table = _table(r, cfg)
     with torch.no_grad():
         rows = (r.norm(table) if r.norm is not None else table).double()  # what position j alone gives
@@ -254,19 +236,17 @@ def _position_probe(name, cand, r, cfg, label, ids) -> str:
 
 
 @probe
-def _token_probe(name, cand, r, cfg, label, ids, got) -> str:
+def _token_probe(pair, cfg, label, ids, types) -> str:
     """Without a LayerNorm the embeddings are linear in the token table: by what factor does yours scale it?"""
     if cfg.embedding_norm:
         return ""
-    saved = _sub(name, cand, "token.weight").detach().clone()
+    r = pair.ref
     try:
-        with torch.no_grad():
-            _sub(name, cand, "token.weight").zero_()
-            without = _call(name, cand, f"{label}, with every token vector zero", ids, None, cfg)
+        got = pair.call(label, ids, types)
+        with pair.setting({"token.weight": 0.0}, both=False), torch.no_grad():
+            without = pair.call(f"{label}, with every token vector zero", ids)
     except ExerciseError:
         return ""
-    finally:
-        _sub(name, cand, "token.weight").data.copy_(saved)
     tok = r.token.weight.detach()[ids].double()
     part = got.double() - without.double()
     if part.shape != tok.shape:
@@ -301,23 +281,14 @@ def _keys(name, cand, ref) -> None:
             "is not a weight: register_buffer(..., persistent=False), as the exercise's __init__ does.")
 
 
-def _prepare(name, cls, cfg, seed):
+def _pair(name, cls, cfg, seed) -> Pair:
     """The learner's module built from ``cfg``, its tables random, and the reference with the same values."""
     from ..encoder import Embeddings as Reference
 
-    cand = _build(name, cls, cfg)
-    ref = Reference(cfg.replace(implementation="eager"))
-    _keys(name, cand, ref)
-    paths = [path for path, _ in ref.named_parameters()]
-    for path in paths:
-        _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
-    _randomise(name, cand, paths, seed)
-    _copy_params(name, cand, ref, paths)
-    if cfg.embedding_norm:
-        eps = _contract_eps(name, cand, "norm")
-        if eps is not None:
-            ref.norm.eps = eps
-    return cand, ref.eval(), paths
+    return Pair(name, cls, (cfg,), Reference(cfg.replace(implementation="eager")), seed=seed,
+                norms=("norm",) if cfg.embedding_norm else (), inputs=("token_ids", "token_type_ids"),
+                what="the embeddings (B, L, d_model)", rehint=lambda exc, ids, *_: _hint(exc, cfg, ids),
+                before=functools.partial(_keys, name))
 
 
 def _cases(cfg, g):
@@ -345,37 +316,24 @@ def check_embeddings(cls):
             "position vectors; + self.token_type(token_type_ids) (zeros when none are given) if there are token "
             "types; self.norm(x) if there is a norm; self.dropout(x) last.")
     for index, (desc, cfg) in enumerate(_configs()):
-        rebuild = functools.partial(_build, name, cls, cfg)
-        cand, ref, paths = _prepare(name, cls, cfg, 60 + index)
+        pair = _pair(name, cls, cfg, 60 + index)
         cases = _cases(cfg, g)
-        for mode in ("eval", "train"):
-            getattr(cand, mode)()
+        for mode in pair.modes("eval", "train"):
             for case, ids, types in cases:
                 label = f"{desc}, {case}, in {mode}() mode"
-                got = _call(name, cand, label, ids, types, cfg)
-                if mode == "eval" and not _identical(_call(name, cand, label, ids, types, cfg), got):
-                    raise ExerciseError(
-                        f"Your {name} gives a different output each time {label}: dropout is active in eval mode, "
-                        "or something is kept from one call to the next.\nHint: use self.dropout (an nn.Dropout, "
-                        "which switches off in eval()); F.dropout(x, p) needs training=self.training.")
-                want = ref(ids, types)
-                _compare_output(
-                    name, got, want, label, _mistakes(cfg, mode), (ids, types, ref, cfg), hint, factor=2.0,
-                    rerun=functools.partial(_call, name, cand, label, ids, types, cfg),
+                pair.check(
+                    label, (ids, types), _mistakes(cfg, mode), (ids, types, pair.ref, cfg), hint, factor=2.0,
+                    unrepeatable="dropout is active in eval mode, or something is kept from one call to the next."
+                                 "\nHint: use self.dropout (an nn.Dropout, which switches off in eval()); F.dropout(x, "
+                                 "p) needs training=self.training.",
                     random_hint="this config has dropout=0.0, so nothing in your Embeddings may be random: build "
                                 "the dropout from the config, nn.Dropout(config.dropout), not from a fixed rate.",
-                    fresh=functools.partial(_fresh, name, rebuild, cand, label, ids, types, cfg),
-                    probes=[functools.partial(_token_probe, name, cand, ref, cfg, label, ids, got),
-                            functools.partial(_position_probe, name, cand, ref, cfg, label, ids),
-                            functools.partial(_setting_probe, name, cand, ref, label, (ids, types), _settings(cfg),
-                                              2.0)],
+                    probes=[functools.partial(_token_probe, pair, cfg, label, ids, types),
+                            functools.partial(_position_probe, pair, cfg, label, ids),
+                            pair.settings_probe(label, (ids, types), _settings(cfg), 2.0)],
                     axes=("sequence", "position", "feature"))
-        cand.eval()
         case, ids, types = cases[-1]
-        label = f"{desc}, {case}, in eval() mode"
-        _check_gradients(name, label, functools.partial(_call, name, cand, label, ids, types, cfg),
-                         functools.partial(ref, ids, types), {}, {p: _sub(name, cand, p) for p in paths},
-                         {p: _sub(name, ref, p) for p in paths})
+        pair.gradients(f"{desc}, {case}, in eval() mode", ids, types)
         if index < 2:
             _check_dropout(name, cls, cfg, desc, cases[0][1], 70 + index)
 
@@ -383,11 +341,12 @@ def check_embeddings(cls):
 def _check_dropout(name, cls, cfg, desc, ids, seed) -> None:
     """With dropout p, train() mode zeroes some values and scales the rest by 1 / (1 - p): dropout is the last step."""
     cfg = cfg.replace(dropout=_P)
-    cand, ref, _ = _prepare(name, cls, cfg, seed)
+    pair = _pair(name, cls, cfg, seed)
+    cand, ref = pair.cand, pair.ref
     label = f"{desc}, dropout={_P}, token_ids (3, 7)"
     cand.eval()
-    settled = _call(name, cand, f"{label}, in eval() mode", ids, None, cfg)
-    if not _identical(_call(name, cand, f"{label}, in eval() mode", ids, None, cfg), settled) or \
+    settled = pair.call(f"{label}, in eval() mode", ids)
+    if not _identical(pair.call(f"{label}, in eval() mode", ids), settled) or \
             not _close(settled, ref(ids), 2.0):
         raise ExerciseError(
             f"Your {name} is right with dropout=0.0 but not with dropout={_P} {desc}, in eval() mode: dropout is "
@@ -395,7 +354,7 @@ def _check_dropout(name, cls, cfg, desc, ids, seed) -> None:
             "F.dropout(x, p) needs training=self.training.")
     cand.train()
     label = f"{label}, in train() mode"
-    first, second = _call(name, cand, label, ids, None, cfg), _call(name, cand, label, ids, None, cfg)
+    first, second = pair.call(label, ids), pair.call(label, ids)
     if _identical(first, second):
         raise ExerciseError(
             f"Your {name} gives exactly the same output twice {label}, so no dropout is happening during "

@@ -15,8 +15,8 @@ import re
 
 import torch
 
-from ._compare import _check_gradients, _close, _compare_output, _identical, probe
-from ._modules import _build, _call_inputs, _contract_eps, _copy_params, _randomise, _sub
+from ._compare import _close, _identical, probe
+from ._modules import Pair, _build, _contract_eps, _copy_params, _sub
 from ._run import ExerciseError, _checker, _gen
 from .registry import exercise
 
@@ -106,29 +106,18 @@ _HINT = ("x = self.embeddings(token_ids, token_type_ids); a (B, L) mask becomes 
 # Calling the learner's module
 
 
-def _call(name, module, label, ids, mask, types):
-    inputs = {"token_ids": ids}
-    if mask is not None or types is not None:
-        inputs["mask"] = mask
-    if types is not None:
-        inputs["token_type_ids"] = types
-    return _call_inputs(name, module, label, inputs, "the encoded tokens (B, L, d_model)")
-
-
-def _fresh(name, rebuild, cand, label, ids, mask, types):
-    fresh = rebuild()
-    fresh.load_state_dict(cand.state_dict(), strict=False)
-    fresh.train(cand.training)
-    return _call(name, fresh, label, ids, mask, types)
-
-
 # ----------------------------------------------------------------------------------------------
 # Probes
 
 
 @probe
-def _depth_probe(name, ids, mask, types, r, got) -> str:
+def _depth_probe(pair, label, ids, mask, types) -> str:
     """Is the answer what the stack gives after some other number of layers (with or without the final norm)?"""
+    r = pair.ref
+    try:
+        got = pair.call(label, ids, mask, types)
+    except ExerciseError:
+        return ""
     m = _as_4d(mask)
     with torch.no_grad():
         x = r.embeddings(ids, types)
@@ -149,30 +138,21 @@ def _depth_probe(name, ids, mask, types, r, got) -> str:
     return ""
 
 
-def _right_with(name, cand, r, label, ids, mask, types, values: dict) -> bool:
+def _right_with(pair, label, ids, mask, types, values: dict) -> bool:
     """Is the learner's stack right once the parameters ``values`` ({path: number}) are set, in both modules?"""
-    saved = {path: (_sub(name, cand, path).detach().clone(), _sub(name, r, path).detach().clone()) for path in values}
     try:
-        with torch.no_grad():
-            for path, value in values.items():
-                _sub(name, cand, path).fill_(value)
-                _sub(name, r, path).fill_(value)
-            got = _call(name, cand, label, ids, mask, types)
-            want = r(ids, mask, types)
+        with pair.setting(values), torch.no_grad():
+            got, want = pair.call(label, ids, mask, types), pair.want(ids, mask, types)
     except ExerciseError:
         return False
-    finally:
-        for path, (mine, theirs) in saved.items():
-            _sub(name, cand, path).data.copy_(mine)
-            _sub(name, r, path).data.copy_(theirs)
     return _close(got, want, 3.0)
 
 
 @probe
-def _attention_off_probe(name, cand, r, label, ids, mask, types) -> str:
+def _attention_off_probe(pair, label, ids, mask, types) -> str:
     """With every layer's attention giving zeros, the mask no longer matters: right then means the mask is wrong."""
-    off = {f"layers.{i}.attn.w_o.{p}": 0.0 for i in range(len(r.layers)) for p in ("weight", "bias")}
-    if not _right_with(name, cand, r, f"{label}, with every layer's attention giving zeros", ids, mask, types, off):
+    off = {f"layers.{i}.attn.w_o.{p}": 0.0 for i in range(len(pair.ref.layers)) for p in ("weight", "bias")}
+    if not _right_with(pair, f"{label}, with every layer's attention giving zeros", ids, mask, types, off):
         return ""
     return ("with the attention of every layer giving zeros (w_o zero, in yours and in the reference) your Encoder "
             "is right, so the mistake is in what reaches the attention: the mask. Pass the mask you are given, and "
@@ -181,20 +161,24 @@ def _attention_off_probe(name, cand, r, label, ids, mask, types) -> str:
 
 
 @probe
-def _one_layer_probe(name, cls, cfg, cand, label, ids, mask, types) -> str:
+def _one_layer_probe(pair, cls, cfg, label, ids, mask, types) -> str:
     """Built with one layer, is the learner's stack right? Then the layers are not chained as they should be."""
     from ..encoder import Encoder as Reference
 
     one = cfg.replace(n_layers=1)
     try:
+        name = pair.name
         single = _build(name, cls, one)
         ref = Reference(one.replace(implementation="eager")).eval()
         paths = [path for path, _ in ref.named_parameters()]
-        _copy_params(name, cand, single, paths)
+        _copy_params(name, pair.cand, single, paths)
         _copy_params(name, single, ref, paths)
-        _copy_eps(name, single, ref)
+        for path in _norms(ref):
+            eps = _contract_eps(name, single, path)
+            if eps is not None:
+                _sub(name, ref, path).eps = eps
         single.eval()
-        got = _call(name, single, f"{label}, built with n_layers=1", ids, mask, types)
+        got = pair.call(f"{label}, built with n_layers=1", ids, mask, types, module=single)
     except ExerciseError:
         return ""
     if not _close(got, ref(ids, mask, types), 3.0):
@@ -204,12 +188,12 @@ def _one_layer_probe(name, cls, cfg, cand, label, ids, mask, types) -> str:
 
 
 @probe
-def _final_norm_probe(name, cand, r, label, ids, mask, types) -> str:
+def _final_norm_probe(pair, label, ids, mask, types) -> str:
     """With the final LayerNorm's gain 1 and bias 0, applying it once or twice is alike: right then names it."""
-    if r.final_norm is None:
+    if pair.ref.final_norm is None:
         return ""
     plain = {"final_norm.weight": 1.0, "final_norm.bias": 0.0}
-    if not _right_with(name, cand, r, f"{label}, with the final LayerNorm's gain 1 and bias 0", ids, mask, types,
+    if not _right_with(pair, f"{label}, with the final LayerNorm's gain 1 and bias 0", ids, mask, types,
                        plain):
         return ""
     return ("with the final LayerNorm's gain 1 and bias 0 (in yours and in the reference) your Encoder is right, so "
@@ -220,21 +204,22 @@ def _final_norm_probe(name, cand, r, label, ids, mask, types) -> str:
 # The check
 
 
-def _copy_eps(name, cand, ref) -> None:
-    """Give the reference's LayerNorms the learner's eps (their LayerNorm may keep it under that name)."""
-    for path, module in ref.named_modules():
-        if type(module).__name__ == "LayerNorm":
-            eps = _contract_eps(name, cand, path)
-            if eps is not None:
-                module.eps = eps
+def _norms(ref) -> list[str]:
+    """Where the reference has LayerNorms (each takes over the learner's eps, which their LayerNorm may keep)."""
+    return [path for path, module in ref.named_modules() if type(module).__name__ == "LayerNorm"]
 
 
-def _prepare(name, cls, cfg, seed):
+def _pair(name, cls, cfg, seed) -> Pair:
     """The learner's stack built from ``cfg``, every parameter random, and the reference with the same values."""
     from ..encoder import Encoder as Reference
 
-    cand = _build(name, cls, cfg)
     ref = Reference(cfg.replace(implementation="eager"))
+    return Pair(name, cls, (cfg,), ref, seed=seed, norms=_norms(ref), inputs=("token_ids", "mask", "token_type_ids"),
+                what="the encoded tokens (B, L, d_model)", before=functools.partial(_layout, name, cfg))
+
+
+def _layout(name, cfg, cand, ref) -> None:
+    """n_layers blocks of their own, and the package's state-dict keys (a checkpoint loads by them)."""
     # named_modules() lists a module object once: one block listed n_layers times counts once
     layers = [path for path, _ in cand.named_modules() if re.fullmatch(r"layers\.\d+", path)]
     if len(layers) != cfg.n_layers:
@@ -251,19 +236,12 @@ def _prepare(name, cls, cfg, seed):
             f"Your {name} has no {shown} in its state dict, which the course's Encoder has; a checkpoint's weights "
             "load by these names.\nHint: keep the __init__ the exercise gives: self.embeddings, self.layers (an "
             "nn.ModuleList of n_layers blocks) and self.final_norm.")
-    paths = [path for path, _ in ref.named_parameters()]
-    for path in paths:
-        _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
-    layer_params = [_sub(name, cand, path) for path in paths if path.startswith("layers.")]
+    layer_params = [_sub(name, cand, path) for path, _ in ref.named_parameters() if path.startswith("layers.")]
     if len({p.data_ptr() for p in layer_params}) < len(layer_params):
         raise ExerciseError(
             f"Your {name}'s layers share their weights: an encoder has {cfg.n_layers} layers with their own "
             "weights.\nHint: build a new block for each layer, nn.ModuleList(EncoderBlock(...) for _ in "
             "range(config.n_layers)), as the exercise's __init__ does.")
-    _randomise(name, cand, paths, seed)
-    _copy_params(name, cand, ref, paths)
-    _copy_eps(name, cand, ref)
-    return cand, ref.eval(), paths
 
 
 def _cases(cfg, g):
@@ -293,48 +271,34 @@ def check_encoder_stack(cls):
     name = exercise("encoder_stack").name
     g = _gen(9)
     for index, (desc, cfg) in enumerate(_configs()):
-        rebuild = functools.partial(_build, name, cls, cfg)
-        cand, ref, paths = _prepare(name, cls, cfg, 80 + index)
+        pair = _pair(name, cls, cfg, 80 + index)
         cases = _cases(cfg, g)
-        for mode in ("eval", "train"):
-            getattr(cand, mode)()
+        for mode in pair.modes("eval", "train"):
             for case, ids, mask, types in cases:
                 label = f"{desc}, {case}, in {mode}() mode"
-                got = _call(name, cand, label, ids, mask, types)
-                if mode == "eval" and not _identical(_call(name, cand, label, ids, mask, types), got):
-                    raise ExerciseError(
-                        f"Your {name} gives a different output each time {label}: something random is active in "
-                        "eval mode, or something is kept from one call to the next.\nHint: the stack needs no "
-                        "dropout of its own (the embeddings and the layers have theirs); do not store results on "
-                        "self inside forward.")
-                want = ref(ids, mask, types)
-                _compare_output(
-                    name, got, want, label, _STACK_MISTAKES, (ids, mask, types, ref), _HINT, factor=3.0,
-                    rerun=functools.partial(_call, name, cand, label, ids, mask, types),
+                pair.check(
+                    label, (ids, mask, types), _STACK_MISTAKES, (ids, mask, types, pair.ref), _HINT, factor=3.0,
+                    unrepeatable="something random is active in eval mode, or something is kept from one call to "
+                                 "the next.\nHint: the stack needs no dropout of its own (the embeddings and the "
+                                 "layers have theirs); do not store results on self inside forward.",
                     random_hint="this stack was built with dropout=0.0, so nothing in it may be random.",
-                    fresh=functools.partial(_fresh, name, rebuild, cand, label, ids, mask, types),
-                    masked=mask is not None,
-                    probes=[functools.partial(_depth_probe, name, ids, mask, types, ref, got),
-                            functools.partial(_attention_off_probe, name, cand, ref, label, ids, mask, types),
-                            functools.partial(_one_layer_probe, name, cls, cfg, cand, label, ids, mask, types),
-                            functools.partial(_final_norm_probe, name, cand, ref, label, ids, mask, types)],
+                    probes=[functools.partial(_depth_probe, pair, label, ids, mask, types),
+                            functools.partial(_attention_off_probe, pair, label, ids, mask, types),
+                            functools.partial(_one_layer_probe, pair, cls, cfg, label, ids, mask, types),
+                            functools.partial(_final_norm_probe, pair, label, ids, mask, types)],
                     axes=("sequence", "position", "feature"))
-        cand.eval()
         case, ids, mask, types = cases[1]
-        label = f"{desc}, {case}, in eval() mode"
-        _check_gradients(name, label, functools.partial(_call, name, cand, label, ids, mask, types),
-                         functools.partial(ref, ids, mask, types), {}, {p: _sub(name, cand, p) for p in paths},
-                         {p: _sub(name, ref, p) for p in paths})
+        pair.gradients(f"{desc}, {case}, in eval() mode", ids, mask, types)
     _check_dropout(name, cls, _configs()[0][1].replace(dropout=_P), g)
 
 
 def _check_dropout(name, cls, cfg, g) -> None:
     """With dropout in the embeddings and the layers, train() mode must be random (nothing switches it off)."""
     _, ids, mask, _ = _cases(cfg, g)[1]
-    cand = _build(name, cls, cfg)
-    cand.train()
+    pair = _pair(name, cls, cfg, 90)
+    pair.cand.train()
     label = f"as a post-LN stack of 3 layers, dropout={cfg.dropout}, with a padding mask (3, 1, 1, 7), in train() mode"
-    if _identical(_call(name, cand, label, ids, mask, None), _call(name, cand, label, ids, mask, None)):
+    if _identical(pair.call(label, ids, mask), pair.call(label, ids, mask)):
         raise ExerciseError(
             f"Your {name} gives exactly the same output twice {label}, so no dropout happens during training: "
             "something in forward switches the embeddings or the layers to eval() (or the modules were built "

@@ -7,18 +7,8 @@ import functools
 import torch
 import torch.nn.functional as F
 
-from ._compare import _close, _compare_output
-from ._modules import (
-    _build,
-    _call_module,
-    _check_repeatable,
-    _copy_params,
-    _fresh_output,
-    _module_gradients,
-    _randomise,
-    _setting_probe,
-    _sub,
-)
+from ._compare import _close
+from ._modules import Pair, _build, _sub
 from ._run import ExerciseError, _checker, _gen, _randn
 from .registry import exercise
 
@@ -107,19 +97,19 @@ _CURVES = {
 }
 
 
-def _curve_probe(name, rebuild, activation: str, label) -> str:
+def _curve_probe(pair, activation: str, label) -> str:
     """Show the activation alone: with w1 and w2 identity matrices and no biases, the network is act(x)."""
     try:  # a copy that cannot be built or run says nothing here
-        fresh = rebuild()
-        d_model = _sub(name, fresh, "w1.weight").shape[1]
+        fresh = pair.rebuild()
+        d_model = _sub(pair.name, fresh, "w1.weight").shape[1]
         with torch.no_grad():
             for path in _FFN_PATHS:
-                p = _sub(name, fresh, path)
+                p = _sub(pair.name, fresh, path)
                 p.copy_(torch.eye(*p.shape) if p.dim() == 2 else torch.zeros_like(p))
         fresh.eval()
         x = torch.linspace(-3.0, 3.0, 6 * d_model).reshape(1, 6, d_model)
         with torch.no_grad():
-            got = _call_module(name, fresh, label, x).double()
+            got = pair.call(label, x, module=fresh).double()
     except ExerciseError:
         return ""
     want_name = "GELU" if activation == "gelu" else "ReLU"
@@ -160,23 +150,14 @@ def check_feed_forward(cls):
 
     name = exercise("feed_forward").name
     g = _gen(4)
-    paths = _FFN_PATHS
     settings = [(8, 32, None, 31), (6, 10, None, 32)]
     if _takes_activation(name, cls):
         settings += [(8, 16, "relu", 33), (8, 16, "gelu", 34)]
     for d_model, d_ff, activation, seed in settings:
-        if activation is None:
-            rebuild, ref, act = functools.partial(_build, name, cls, d_model, d_ff), Reference(d_model, d_ff), "gelu"
-        else:
-            rebuild = functools.partial(_build, name, cls, d_model, d_ff, activation=activation)
-            ref, act = Reference(d_model, d_ff, activation=activation), activation
-        cand = rebuild()
-        ref.eval()
-        for path in paths:
-            _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
-        _randomise(name, cand, paths, seed)
-        _copy_params(name, cand, ref, paths)
-        p = {path: _sub(name, ref, path).detach() for path in paths}
+        kwargs = {} if activation is None else {"activation": activation}
+        pair = Pair(name, cls, (d_model, d_ff), Reference(d_model, d_ff, **kwargs), _FFN_PATHS, seed=seed,
+                    kwargs=kwargs)
+        act = activation or "gelu"
         x = _randn(g, 2, 5, d_model)
         setting = f"d_model={d_model}, d_ff={d_ff}" + (f", activation={activation!r}" if activation else "")
         cases = [
@@ -186,22 +167,15 @@ def check_feed_forward(cls):
             (f"with {setting}, x (1, 3, {d_model})", _randn(g, 1, 3, d_model)),
             (f"with {setting}, x (4, 7, {d_model})", _randn(g, 4, 7, d_model)),
         ]
-        for mode in ("eval", "train"):
-            getattr(cand, mode)()
+        for mode in pair.modes("eval", "train"):
             for label, xx in cases:
-                label_m = f"{label}, in {mode}() mode"
-                got = _call_module(name, cand, label_m, xx)
-                if mode == "eval":
-                    _check_repeatable(name, cand, label_m, got, xx)
-                _compare_output(name, got, ref(xx), label_m, _ffn_mistakes(act), (xx, p),
-                                "output = w2(activation(w1(x))), the same for every position; take the "
-                                "sizes from x, never fixed numbers.",
-                                rerun=functools.partial(_call_module, name, cand, label_m, xx),
-                                random_hint="this FeedForward was built without dropout (the exercise's has "
-                                            "none), so nothing in it may be random, even in train() mode.",
-                                fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx),
-                                probes=[functools.partial(_setting_probe, name, cand, ref, label_m, (xx,),
-                                                          _FFN_SETTINGS),
-                                        functools.partial(_curve_probe, name, rebuild, act, label_m)],
-                                axes=("sequence", "position", "feature"))
-        _module_gradients(name, cand, ref, paths, f"{cases[0][0]}, in eval() mode", cases[0][1])
+                label = f"{label}, in {mode}() mode"
+                pair.check(label, (xx,), _ffn_mistakes(act), (xx, pair.params()),
+                           "output = w2(activation(w1(x))), the same for every position; take the sizes from x, "
+                           "never fixed numbers.",
+                           random_hint="this FeedForward was built without dropout (the exercise's has none), so "
+                                       "nothing in it may be random, even in train() mode.",
+                           probes=[pair.settings_probe(label, (xx,), _FFN_SETTINGS),
+                                   functools.partial(_curve_probe, pair, act, label)],
+                           axes=("sequence", "position", "feature"))
+        pair.gradients(f"{cases[0][0]}, in eval() mode", cases[0][1])

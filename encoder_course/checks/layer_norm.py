@@ -7,18 +7,7 @@ import functools
 import torch
 
 from ._compare import _close, _compare_output
-from ._modules import (
-    _build,
-    _call_module,
-    _check_repeatable,
-    _contract_eps,
-    _copy_params,
-    _fresh_output,
-    _module_gradients,
-    _randomise,
-    _setting_probe,
-    _sub,
-)
+from ._modules import Pair, _contract_eps, _sub
 from ._run import ExerciseError, _checker, _gen, _randn
 from .registry import exercise
 
@@ -100,6 +89,9 @@ _LN_MISTAKES = [
 ]
 
 
+_LN_HINT = ("y = weight * (x - mean) / sqrt(var + eps) + bias, with mean and the biased variance over the last "
+            "dimension.")
+
 _LN_AXES = {2: ("token", "feature"), 3: ("sequence", "position", "feature"),
             4: ("sequence", None, "position", "feature")}
 
@@ -114,25 +106,19 @@ _LN_SETTINGS = [
 ]
 
 
-def _ln_probe(name, cand, ref, label, x) -> str:
+def _ln_probe(pair, label, x) -> str:
     """Localise a LayerNorm mistake no listed slip explains: which parameter, then what the output of
     gamma = 1, beta = 0 gets wrong (its mean, its spread, its response to a shift or a scale of x)."""
-    found = _setting_probe(name, cand, ref, label, (x,), _LN_SETTINGS, factor=2.0)
+    found = pair.settings_probe(label, (x,), _LN_SETTINGS, factor=2.0)()
     if found:
         return found
-    saved = [_sub(name, cand, path).detach().clone() for path in ("weight", "bias")]
-    try:
-        _sub(name, cand, "bias").data.fill_(0.0)
-        with torch.no_grad():
-            _sub(name, cand, "weight").data.fill_(2.0)
-            doubled = _call_module(name, cand, label, x).double()
-            _sub(name, cand, "weight").data.fill_(1.0)
-            y = _call_module(name, cand, label, x).double()
-            shifted = _call_module(name, cand, label, x + 3.0).double()
-            scaled = _call_module(name, cand, label, x * 4.0).double()
-    finally:
-        _sub(name, cand, "weight").data.copy_(saved[0])
-        _sub(name, cand, "bias").data.copy_(saved[1])
+    ref = pair.ref
+    with pair.setting({"bias": 0.0, "weight": 2.0}, both=False), torch.no_grad():
+        doubled = pair.call(label, x).double()
+        _sub(pair.name, pair.cand, "weight").fill_(1.0)
+        y = pair.call(label, x).double()
+        shifted = pair.call(label, x + 3.0).double()
+        scaled = pair.call(label, x * 4.0).double()
     if y.shape != x.shape or doubled.shape != x.shape:
         return ""
     if not _close(doubled, 2 * y, 2.0):
@@ -174,22 +160,10 @@ def check_layer_norm(cls):
     name = exercise("layer_norm").name
     g = _gen(3)
     for d_model, eps, seed in ((16, None, 21), (8, 1e-3, 22)):
-        if eps is None:
-            rebuild, ref = functools.partial(_build, name, cls, d_model), Reference(d_model, implementation="eager")
-        else:
-            rebuild = functools.partial(_build, name, cls, d_model, eps=eps)
-            ref = Reference(d_model, eps=eps, implementation="eager")
-        cand = rebuild()
-        default_eps = _contract_eps(name, cand, "")
-        if eps is None and default_eps is not None and default_eps != 1e-5:
-            raise ExerciseError(
-                f"Your {name}'s default eps is {default_eps:g}; the exercise's (and nn.LayerNorm's) is 1e-5. "
-                "Keep the __init__ the exercise gives: def __init__(self, d_model, eps=1e-5)."
-            )
-        for path in ("weight", "bias"):
-            _sub(name, cand, path, shape=(d_model,))
-        _randomise(name, cand, ("weight", "bias"), seed)
-        _copy_params(name, cand, ref, ("weight", "bias"))
+        kwargs = {} if eps is None else {"eps": eps}
+        pair = Pair(name, cls, (d_model,), Reference(d_model, implementation="eager", **kwargs), ("weight", "bias"),
+                    seed=seed, kwargs=kwargs, before=functools.partial(_default_eps, name, eps))
+        ref = pair.ref
         w, b, e = ref.weight.detach(), ref.bias.detach(), ref.eps
         eps_txt = f"eps={e:g}"
         x = _randn(g, 2, 5, d_model) + 0.5
@@ -203,24 +177,28 @@ def check_layer_norm(cls):
             (f"on x of shape (3, 2, 4, {d_model}) (4-D input), {eps_txt}", _randn(g, 3, 2, 4, d_model),
              "Normalise over the last dimension, dim=-1, whatever the number of dimensions."),
         ]
-        for mode in ("eval", "train"):
-            getattr(cand, mode)()
+        for mode in pair.modes("eval", "train"):
             for label, xx, case_hint in cases:
-                label_m = label if mode == "eval" else f"{label}, in train() mode"
-                got = _call_module(name, cand, label_m, xx)
-                _check_repeatable(name, cand, label_m, got, xx)
-                _compare_output(name, got, ref(xx), label_m, _LN_MISTAKES, (xx, w, b, e),
-                                "y = weight * (x - mean) / sqrt(var + eps) + bias, with mean and the "
-                                "biased variance over the last dimension.", case_hint, factor=2.0,
-                                fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx),
-                                probes=[functools.partial(_ln_probe, name, cand, ref, label_m, xx)],
-                                axes=_LN_AXES[xx.dim()])
-        _module_gradients(name, cand, ref, ("weight", "bias"), cases[0][0], cases[0][1])
+                label = label if mode == "eval" else f"{label}, in train() mode"
+                pair.check(label, (xx,), _LN_MISTAKES, (xx, w, b, e), _LN_HINT, repeat=True, case_hint=case_hint,
+                           factor=2.0, probes=[functools.partial(_ln_probe, pair, label, xx)],
+                           axes=_LN_AXES[xx.dim()])
+        pair.gradients(cases[0][0], cases[0][1])
         # In float64, as after model.double(): the result must stay float64 (no .float() inside).
-        cand.double().eval()
+        pair.cand.double().eval()
+        ref.double()
         x64 = x.double()
         label = f"on a float64 x of shape (2, 5, {d_model}) with the module in float64 (.double()), {eps_txt}"
-        got = _call_module(name, cand, label, x64)
-        _compare_output(name, got, ref.double()(x64), label, _LN_MISTAKES, (x64, w, b, e),
+        _compare_output(name, pair.call(label, x64), ref(x64), label, _LN_MISTAKES, (x64, w, b, e),
                         "compute in the input's dtype: no .float() or float32 constants as tensors.",
                         factor=2.0, axes=_LN_AXES[3])
+
+
+def _default_eps(name, eps, cand, ref) -> None:
+    """The exercise's __init__ keeps nn.LayerNorm's default eps."""
+    default_eps = _contract_eps(name, cand, "")
+    if eps is None and default_eps is not None and default_eps != 1e-5:
+        raise ExerciseError(
+            f"Your {name}'s default eps is {default_eps:g}; the exercise's (and nn.LayerNorm's) is 1e-5. "
+            "Keep the __init__ the exercise gives: def __init__(self, d_model, eps=1e-5)."
+        )

@@ -9,18 +9,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._compare import _close, _compare_output, _describe
-from ._modules import (
-    _build,
-    _call_module,
-    _check_repeatable,
-    _copy_params,
-    _fresh_output,
-    _module_gradients,
-    _randomise,
-    _setting_probe,
-    _sub,
-)
+from ._compare import _close, _describe
+from ._modules import Pair, _build, _copy_params
 from ._run import ExerciseError, _checker, _gen, _randn
 from .attention import _attention, _fragile
 from .registry import exercise
@@ -269,7 +259,7 @@ _MHA_SETTINGS = [
 ]
 
 
-def _heads_probe(name, cls, cand, label, x, mask, n_heads) -> str:
+def _heads_probe(pair, cls, label, x, mask, n_heads) -> str:
     """With n_heads > 1: is the module right with one head? Then show where each head's features land."""
     from ..multi_head import MultiHeadAttention as Reference
 
@@ -277,33 +267,24 @@ def _heads_probe(name, cls, cand, label, x, mask, n_heads) -> str:
         return ""
     d_model = x.shape[-1]
     try:  # a class that cannot be built or run with one head says nothing here
-        one = _build(name, cls, d_model, 1)
+        one = _build(pair.name, cls, d_model, 1)
         ref = Reference(d_model, 1, implementation="eager").eval()
-        one.load_state_dict(cand.state_dict(), strict=False)
-        _copy_params(name, one, ref, _MHA_PATHS)
+        one.load_state_dict(pair.cand.state_dict(), strict=False)
+        _copy_params(pair.name, one, ref, _MHA_PATHS)
         one.eval()
         with torch.no_grad():
-            got = _call_module(name, one, label, x, mask)
-            want = ref(x, mask) if mask is not None else ref(x)
+            got = pair.call(label, x, mask, module=one)
+            want = ref(*[t for t in (x, mask) if t is not None])
     except ExerciseError:
         return ""
     if got.shape != want.shape or not _close(got, want):
         return ""
     # Every head the same uniform weights, w_v and w_o identities: each position's output is the mean of
     # x over its allowed keys, feature by feature, and a head's features must come back where they were.
-    ref = Reference(d_model, n_heads, implementation="eager").eval()
-    saved = {path: _sub(name, cand, path).detach().clone() for path in _MHA_PATHS}
-    try:
-        with torch.no_grad():
-            for module in (cand, ref):
-                for path in _MHA_PATHS:
-                    p = _sub(name, module, path)
-                    p.copy_(torch.eye(*p.shape) if path in ("w_v.weight", "w_o.weight") else torch.zeros_like(p))
-            mixed = _call_module(name, cand, label, x, mask)
-            plain = ref(x, mask) if mask is not None else ref(x)
-    finally:
-        for path, value in saved.items():
-            _sub(name, cand, path).data.copy_(value)
+    uniform = {path: ("identity" if path in ("w_v.weight", "w_o.weight") else 0.0) for path in _MHA_PATHS}
+    with pair.setting(uniform), torch.no_grad():
+        mixed = pair.call(label, x, mask)
+        plain = pair.want(x, mask)
     where = ""
     if mixed.shape == plain.shape and not _close(mixed, plain):
         where = (" With every key weighted equally and w_v, w_o identity matrices, each output feature should be "
@@ -323,43 +304,29 @@ def check_multi_head_attention(cls):
     g = _gen(2)
     # Widths where sqrt(d_head), d_head, sqrt(d_model) and sqrt(n_heads) all differ come first.
     for index, (d_model, n_heads, seed) in enumerate(((16, 2, 11), (12, 3, 12), (16, 4, 14), (8, 1, 13))):
-        rebuild = functools.partial(_build, name, cls, d_model, n_heads)
-        cand = rebuild()
-        ref = Reference(d_model, n_heads, implementation="eager")
-        for path in _MHA_PATHS:
-            _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
-        _randomise(name, cand, _MHA_PATHS, seed)
-        _copy_params(name, cand, ref, _MHA_PATHS)
-        params = {path: _sub(name, ref, path).detach() for path in _MHA_PATHS}
-        ref.eval()
+        pair = Pair(name, cls, (d_model, n_heads), Reference(d_model, n_heads, implementation="eager"), _MHA_PATHS,
+                    seed=seed)
         cases = _mha_cases(g, d_model)
-        for mode in (("eval", "train") if index == 0 else ("eval",)):
-            getattr(cand, mode)()
+        for mode in pair.modes(*(("eval", "train") if index == 0 else ("eval",))):
             for label, xx, mask, case_hint in cases:
-                label_m = f"{label}, n_heads={n_heads}, in {mode}() mode"
-                got = _call_module(name, cand, label_m, xx, mask)
-                if mode == "eval":
-                    _check_repeatable(name, cand, label_m, got, xx, mask)
-                want = ref(xx, mask) if mask is not None else ref(xx)
+                label = f"{label}, n_heads={n_heads}, in {mode}() mode"
+                got = pair.call(label, xx, mask)
                 b, length = xx.shape[:2]
                 if tuple(got.shape) == (b, n_heads, length, length):
                     raise ExerciseError(
-                        f"Your {name} returned shape {tuple(got.shape)} {label_m}: the attention weights (B, H, "
-                        f"L, L), but it should return the output {tuple(want.shape)}: the heads' outputs "
+                        f"Your {name} returned shape {tuple(got.shape)} {label}: the attention weights (B, H, "
+                        f"L, L), but it should return the output {(b, length, d_model)}: the heads' outputs "
                         "(weights @ v) merged back to (B, L, d_model) and projected by self.w_o."
                     )
                 mistakes = _MHA_MISTAKES + (_routing_mistakes(xx.shape[0], n_heads) if mask is not None else [])
-                _compare_output(
-                    name, got, want, label_m, mistakes, (xx, params, n_heads, mask),
+                pair.check(
+                    label, (xx, mask), mistakes, (xx, pair.params(), n_heads, mask),
                     "project x with w_q, w_k, w_v; split into heads (B, H, L, d_head); attend with the "
-                    "mask; merge the heads back to (B, L, d_model); apply w_o.", case_hint,
-                    rerun=functools.partial(_call_module, name, cand, label_m, xx, mask),
+                    "mask; merge the heads back to (B, L, d_model); apply w_o.", case_hint=case_hint,
                     random_hint=_MHA_RANDOM_HINT[mode],
-                    fresh=functools.partial(_fresh_output, name, rebuild, cand, label_m, xx, mask),
-                    masked=mask is not None,
-                    probes=[functools.partial(_setting_probe, name, cand, ref, label_m, (xx, mask), _MHA_SETTINGS),
-                            functools.partial(_heads_probe, name, cls, cand, label_m, xx, mask, n_heads)],
+                    probes=[pair.settings_probe(label, (xx, mask), _MHA_SETTINGS),
+                            functools.partial(_heads_probe, pair, cls, label, xx, mask, n_heads)],
                     axes=("sequence", "position", "feature"))
         if index == 0:
             label, xx, mask, _ = cases[1]
-            _module_gradients(name, cand, ref, _MHA_PATHS, f"{label}, n_heads={n_heads}", xx, mask)
+            pair.gradients(f"{label}, n_heads={n_heads}", xx, mask)
