@@ -81,7 +81,8 @@ Where things are (one file per exercise, named like the model file it checks):
   (named like the package module it checks), its inputs and its catalogue of mistakes;
 * ``_run.py``: running the learner's code safely (error hints, the verdict wrapper); ``_timer.py``: the time limit;
 * ``_compare.py``: comparing numbers (tolerance, mistakes matched, gradients, randomness probes);
-* ``_modules.py``: building the learner's modules, randomising and copying parameters, calling them.
+* ``_modules.py``: the probing toolkit of the class checkers: ``Pair``, the learner's module and the
+  reference side by side with the same random weights (each case checked, one setting probed at a time).
 
 A new exercise is one entry in ``registry.py`` and a ``check_<key>`` wrapped by ``@_checker("<key>")`` in
 one of the checker files: the files are found and the checkers exported here by themselves.

@@ -78,6 +78,14 @@ def _first_match(got: dict, variants, *args, factor: float = 1.0) -> str | None:
     return best
 
 
+def slips(reference):
+    """``slip(*options, **common)``: a listed mistake's results, ``reference(*args, **common, **one)`` for each of
+    the ``options`` (keyword dicts) in turn, or once with ``common`` alone."""
+    def slip(*options, **common):
+        return lambda *args: [reference(*args, **common, **one) for one in options or [{}]]
+    return slip
+
+
 # ----------------------------------------------------------------------------------------------
 # Probes: what a mistake nobody listed is, found by varying one thing at a time
 

@@ -1,8 +1,8 @@
-"""Helpers of the ``contrastive_loss`` checker (``contrastive.py``): the right loss and its usual slips in
-float64 (which the checker's table of mistakes calls), and the probes that name a mistake nobody listed by
-varying one thing at a time (each vector's length, one rotation, each query turned towards each passage,
-the extra negatives, the pairs' order, the scale the answer acts as, a factor common to every batch, every
-cosine 0 and a batch the right loss is sure of), with their comparisons. Only ``contrastive.py`` uses it.
+"""Helpers of the ``contrastive_loss`` checker (``contrastive.py``): the right loss in float64 (and the wrapper the
+checker's table of usual slips is computed with), and the probes that name a mistake nobody listed by varying one
+thing at a time (each vector's length, one rotation, each query turned towards each passage, the extra negatives,
+the pairs' order, the scale the answer acts as, a factor common to every batch, every cosine 0 and a batch the
+right loss is sure of), with their comparisons. Only ``contrastive.py`` uses it.
 """
 
 from __future__ import annotations
@@ -30,64 +30,17 @@ def _ce(scores, labels=None):
     return F.cross_entropy(scores, torch.arange(scores.shape[0]) if labels is None else labels)
 
 
-def _loss(q, p, scale, kind="right"):
-    """The in-batch cross-entropy and its usual slips, in float64 (returned in the queries' dtype)."""
-    dtype = q.dtype
-    q, p = q.double(), p.double()
-    b, n = q.shape[0], p.shape[0]
-    labels = torch.arange(b)
-    scores = _cos(q, p) * scale  # (B, P)
-    eye = torch.eye(b, n, dtype=torch.bool)
-    if kind == "dot":
-        out = _ce(q @ p.T * scale)
-    elif kind == "dim0":
-        out = _ce(_cos(q, p, dim=0) * scale)
-    elif kind == "queries_only":
-        out = _ce(F.normalize(q, dim=-1) @ p.T * scale)
-    elif kind == "passages_only":
-        out = _ce(q @ F.normalize(p, dim=-1).T * scale)
-    elif kind == "no_scale":
-        out = _ce(scores / scale)
-    elif kind == "divided":
-        out = _ce(scores / scale / scale)
-    elif kind == "fixed":
-        out = _ce(scores / scale * _DEFAULT_SCALE)
-    elif kind == "scale_on_loss":
-        out = _ce(scores / scale) * scale
-    elif kind == "zeros":
-        out = _ce(scores, torch.zeros(b, dtype=torch.long))
-    elif kind == "columns":
-        if b != n:
-            raise ValueError("only when P == B")
-        out = _ce(scores.T)
-    elif kind == "symmetric":
-        out = (_ce(scores) + _ce(scores[:, :b].T)) / 2
-    elif kind == "symmetric_sum":
-        out = _ce(scores) + _ce(scores[:, :b].T)
-    elif kind == "softmax_first":
-        out = _ce(scores.softmax(dim=-1))
-    elif kind == "sum":
-        out = F.cross_entropy(scores, labels, reduction="sum")
-    elif kind == "diagonal_zero":
-        out = _ce(scores.masked_fill(eye, 0.0))
-    elif kind == "positive_left_out":  # -s_ii + logsumexp over the negatives only
-        out = (torch.logsumexp(scores.masked_fill(eye, float("-inf")), dim=-1) - scores[eye]).mean()
-    elif kind == "euclidean":
-        plain, unit = torch.cdist(q, p), torch.cdist(F.normalize(q, dim=-1), F.normalize(p, dim=-1))
-        # (-|a - b|² of unit vectors is 2 cos - 2: twice the right scores, which the scale probe names)
-        return [{"out": _ce(sign * dist ** power * scale).to(dtype)}
-                for dist, powers in ((plain, (1, 2)), (unit, (1,))) for power in powers for sign in (-1, 1)]
-    elif kind == "extra_ignored":
-        if n == b:
-            raise ValueError("only with extra negatives")
-        out = _ce(scores[:, :b])
-    elif kind == "sign":
-        out = -_ce(scores)
-    elif kind == "nll_raw":  # F.nll_loss on the scores: minus the positive's score
-        out = F.nll_loss(scores, labels)
-    else:
-        out = _ce(scores)
-    return {"out": out.to(dtype)}
+def _in_float64(loss):
+    """``loss(q, p, scale, scores)`` (``scores``: the right cosines times scale, (B, P)) computed in float64, as the
+    checker compares it: ``{"out": ...}`` in the queries' dtype (a list of them for a list of losses)."""
+    def compute(q, p, scale):
+        dtype, q, p = q.dtype, q.double(), p.double()
+        out = loss(q, p, scale, _cos(q, p) * scale)
+        return [{"out": o.to(dtype)} for o in out] if isinstance(out, list) else {"out": out.to(dtype)}
+    return compute
+
+
+_loss = _in_float64(lambda q, p, s, scores: _ce(scores))  # the in-batch cross-entropy
 
 
 def _lengths(g, n, low, high):
@@ -158,15 +111,19 @@ def _pulled(ask, b, n, scale, dtype) -> str:
     """
     eye = torch.eye(b + n, dtype=dtype)
     q, p = eye[:b], eye[b:]
+
+    def turned(i, j, sign, what):  # query i turned towards passage j (sign 1) or away from it (sign -1)
+        moved = q.clone()
+        moved[i] = F.normalize(q[i] + sign * 0.5 * p[j], dim=-1)
+        return ask(moved, p, scale, what)
+
     base = ask(q, p, scale, "with every query and passage at right angles to all the others")
     if base is None:
         return ""
     change = torch.zeros(b, n, dtype=torch.float64)  # (B, P): the loss's change when query i turns towards passage j
     for i in range(b):
         for j in range(n):
-            turned = q.clone()
-            turned[i] = F.normalize(q[i] + 0.5 * p[j], dim=-1)
-            value = ask(turned, p, scale, f"with query {i} turned a little towards passage {j}")
+            value = turned(i, j, 1, f"with query {i} turned a little towards passage {j}")
             if value is None:
                 return ""
             change[i, j] = value - base
@@ -194,15 +151,10 @@ def _pulled(ask, b, n, scale, dtype) -> str:
     if target != list(range(b)):
         wrong = [i for i in range(b) if target[i] != i]
         shown = ", ".join(f"query {i} moves towards passage {target[i]}" for i in wrong[:3])
-        shift = {target[i] - i for i in range(b)}
-        if b > 1 and set(target) == {target[0]}:
-            pattern = f" (passage {target[0]} for every query)"
-        elif len(shift) == 1 and shift.pop() == n - b:
-            pattern = " (the last B passages)"
-        elif target == list(range(b))[::-1]:
-            pattern = " (the positives in reverse order)"
-        else:
-            pattern = ""
+        patterns = [(b > 1 and set(target) == {target[0]}, f" (passage {target[0]} for every query)"),
+                    ({target[i] - i for i in range(b)} == {n - b}, " (the last B passages)"),
+                    (target == list(range(b))[::-1], " (the positives in reverse order)")]
+        pattern = next((text for fits, text in patterns if fits), "")
         return (f"your loss falls most when {shown}{pattern}, each not towards its own positive: your "
                 "labels point at the wrong columns. Query i's positive is passages[i], column i of the scores "
                 "(B, P), so the labels are torch.arange(B); the extra negatives come after the positives.")
@@ -217,13 +169,10 @@ def _pulled(ask, b, n, scale, dtype) -> str:
                 "negatives do not count. They are negatives for every query: score each query against all P "
                 "passages, (B, P).")
     if n > 1:  # query 0 turned away from a negative (a cosine of -0.45): the right loss falls
-        j = 1
-        turned = q.clone()
-        turned[0] = F.normalize(q[0] - 0.5 * p[j], dim=-1)
-        away = ask(turned, p, scale, f"with query 0 turned a little away from passage {j}")
-        towards = float(change[0, j])
+        away = turned(0, 1, -1, "with query 0 turned a little away from passage 1")
+        towards = float(change[0, 1])
         if away is not None and towards > 0 and away - base >= -flat:
-            return (f"turning query 0 away from passage {j}, a negative for it (a cosine of -0.45), changes your loss "
+            return (f"turning query 0 away from passage 1, a negative for it (a cosine of -0.45), changes your loss "
                     f"by {away - base:+.4g}, and turning it towards that passage (a cosine of +0.45) by "
                     f"{towards:+.4g}: "
                     "a passage that points away from the query should count as a worse match, and lower the loss. "
@@ -235,18 +184,13 @@ def _pulled(ask, b, n, scale, dtype) -> str:
 def _effective_scale(q, p, value: float):
     """The scale at which the right loss on (q, p) is ``value`` (None when none is: the loss falls steadily
     from log P at scale 0 towards 0)."""
-    cos = _cos(q.double(), p.double())
-    labels = torch.arange(q.shape[0])
-
-    def at(log_scale):
-        return float(F.cross_entropy(cos * math.exp(log_scale), labels))
-
+    q, p = q.double(), p.double()
     low, high = math.log(1e-4), math.log(1e5)
-    if not at(high) < value < at(low):
+    if not _ref(q, p, math.exp(high)) < value < _ref(q, p, math.exp(low)):
         return None
     for _ in range(80):
         mid = (low + high) / 2
-        low, high = (mid, high) if at(mid) > value else (low, mid)
+        low, high = (mid, high) if _ref(q, p, math.exp(mid)) > value else (low, mid)
     return math.exp((low + high) / 2)
 
 
@@ -320,31 +264,36 @@ def _factor_finding(ask, q, p, scale, got, want) -> str:
 
 
 @probe
-def _probe(name, fn, label, q, p, scale, got: float, want: float) -> str:
-    """Vary one thing at a time and name what the answer responds to wrongly; "" when every probe agrees."""
-    ask = _asker(name, fn, label)
+def _probe(ask, q, p, scale, got: float, want: float) -> str:
+    """Vary one thing at a time (``ask``: the learner's loss, ``_asker``'s) and name what the answer responds to
+    wrongly; "" when every probe agrees."""
     b, n, d = q.shape[0], p.shape[0], q.shape[1]
+
+    def changed(queries, passages, what):
+        """The answer's loss on inputs whose right loss is this one, when it changes (None when not)."""
+        value = ask(queries, passages, scale, what)
+        return None if value is None or _same(value, got) else value
+
     if got < 0:
         return (f"your loss is negative ({got:.4g}), but a cross-entropy, -log of the positive's probability, is "
                 f"never below 0 (the right loss here is {want:.4g}): check the sign, and what the log is taken of "
                 "(F.nll_loss expects log-probabilities, from log_softmax; F.cross_entropy takes the scores as "
                 "they are).")
     g = _gen(32)
-    for role, roles, where in (("query", "queries", 0), ("passage", "passages", 1)):
-        count = (b, n)[where]
-        factors = _lengths(g, count, 0.05, 20.0).to(q.dtype)
-        moved = (q * factors, p) if where == 0 else (q, p * factors)
+    for role, roles, size in (("query", "queries", b), ("passage", "passages", n)):
+        factors = _lengths(g, size, 0.05, 20.0).to(q.dtype)
         shown = ", ".join(f"{float(f):.2g}" for f in factors[:3, 0])
-        other = ask(*moved, scale, f"with each {role} multiplied by a positive number")
-        if other is not None and not _same(other, got):
+        other = changed(*((q * factors, p) if role == "query" else (q, p * factors)),
+                        f"with each {role} multiplied by a positive number")
+        if other is not None:
             return (f"multiplying each {role} by a positive number ({shown}, ...; its direction unchanged) changes "
                     f"your loss from {got:.6g} to {other:.6g}, but a cosine similarity depends on directions only: "
                     f"the {roles} are not normalised, each exactly by its own length (an eps added to the length "
                     "counts for short vectors). Divide each vector by its own length, F.normalize(x, dim=-1) or "
                     "x / x.norm(dim=-1, keepdim=True), queries and passages.")
     rotation = torch.linalg.qr(_randn(_gen(33), d, d).double())[0].to(q.dtype)
-    turned = ask(q @ rotation, p @ rotation, scale, "with every query and passage turned by one rotation")
-    if turned is not None and not _same(turned, got):
+    turned = changed(q @ rotation, p @ rotation, "with every query and passage turned by one rotation")
+    if turned is not None:
         return (f"turning every query and passage by the same rotation, which changes no angle between them and so "
                 f"no cosine, changes your loss from {got:.6g} to {turned:.6g}: your scores are not the cosines. A "
                 "cosine similarity divides each vector by its Euclidean length (F.normalize's default p=2) before "
@@ -357,17 +306,17 @@ def _probe(name, fn, label, q, p, scale, got: float, want: float) -> str:
         if fewer is not None and _same(fewer, got) and not _same(_ref(q, p[:b], scale), want):
             return (f"removing the extra negatives (passages[B:]) leaves your loss as it was ({got:.6g}): they do not "
                     "count. They are negatives for every query: score each query against all P passages, (B, P).")
-        order = torch.cat([torch.arange(b), b + torch.arange(n - b).flip(0)])
-        flipped = ask(q, p[order], scale, "with the extra negatives in reverse order")
-        if flipped is not None and not _same(flipped, got):
+        flipped = changed(q, p[torch.cat([torch.arange(b), b + torch.arange(n - b).flip(0)])],
+                          "with the extra negatives in reverse order")
+        if flipped is not None:
             return (f"reversing the order of the extra negatives (passages[B:]) changes your loss from {got:.6g} to "
                     f"{flipped:.6g}, but they are negatives for every query and their order cannot matter: only "
                     "passages[:B] are matched with the queries, passages[i] with query i.")
     if b > 1:
         turn = torch.roll(torch.arange(b), 1)
-        order = torch.cat([turn, torch.arange(b, n)])
-        moved = ask(q[turn], p[order], scale, "with the pairs in another order (each query with its positive)")
-        if moved is not None and not _same(moved, got):
+        moved = changed(q[turn], p[torch.cat([turn, torch.arange(b, n)])],
+                        "with the pairs in another order (each query with its positive)")
+        if moved is not None:
             return (f"putting the pairs in another order (each query moved together with its positive) changes your "
                     f"loss from {got:.6g} to {moved:.6g}: the loss is a mean over the queries, which their order "
                     "cannot change, and query i's positive is the passage at its own position, passages[i].")
@@ -387,13 +336,12 @@ def _probe(name, fn, label, q, p, scale, got: float, want: float) -> str:
                 f"gives {flat:.5g}. Your loss is not -log of the positive's softmax probability over the query's "
                 "row of scores: nothing is added to the scores (a margin on the positive?) or to the loss, and no "
                 "sigmoid or hinge takes the softmax's place; the scores are the cosines times scale, nothing else.")
-    sure = ask(torch.eye(n, dtype=q.dtype)[:b], torch.eye(n, dtype=q.dtype), 50.0,
-               "with each query equal to its positive and at right angles to every other passage, scale=50.0")
+    sure = "with each query equal to its positive and at right angles to every other passage"
+    value = ask(torch.eye(n, dtype=q.dtype)[:b], torch.eye(n, dtype=q.dtype), 50.0, f"{sure}, scale=50.0")
     right = _ref(torch.eye(n)[:b], torch.eye(n), 50.0)
-    if sure is not None and sure > 1e-3:
-        return (f"with each query equal to its positive and at right angles to every other passage, at scale=50.0 "
-                f"each positive wins by far and the right loss is almost 0 ({right:.1g}); yours gives {sure:.4g}. "
-                "Your loss is not each query's cross-entropy of its own row of scores against its positive: the "
-                "softmax runs over one query's row (B, P) at a time, and nothing is added to -log p(positive) (no "
-                "label smoothing, margin or penalty).")
+    if value is not None and value > 1e-3:
+        return (f"{sure}, at scale=50.0 each positive wins by far and the right loss is almost 0 ({right:.1g}); "
+                f"yours gives {value:.4g}. Your loss is not each query's cross-entropy of its own row of scores "
+                "against its positive: the softmax runs over one query's row (B, P) at a time, and nothing is added "
+                "to -log p(positive) (no label smoothing, margin or penalty).")
     return ""

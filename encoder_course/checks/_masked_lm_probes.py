@@ -7,13 +7,15 @@ on its own). Only ``masked_lm.py`` uses it.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import torch
 
 from ._compare import probe
-from ._run import ExerciseError, _check_unchanged, _expect_tensor, _gen, _invoke, _shape, _snapshot
+from ._modules import _call_inputs
+from ._run import ExerciseError, _expect_tensor, _gen, _shape
 
 _SDS = 6.0  # how many binomial standard deviations a measured share may stray
 _SHARE_SLACK = 0.006  # rounding (a floor of p * n per sequence), on top of the deviations
@@ -44,20 +46,15 @@ def _call(name, fn, case: _Case, label=None, seed=None, p=None, global_seed=_GLO
     fifth, p at its default) or "global" (no generator, p at its default).
     """
     label = label or case.label
-    seed = case.seed if seed is None else seed
-    p = case.p if p is None else p
-    args = (case.token_ids, case.maskable, case.mask_id, case.vocab_size)
-    inputs = {"token_ids": case.token_ids, "maskable": case.maskable}
-    before = _snapshot(inputs)
-    torch.manual_seed(global_seed)
+    given = {"token_ids": case.token_ids, "maskable": case.maskable, "mask_id": case.mask_id,
+             "vocab_size": case.vocab_size}
+    generator = _gen(case.seed if seed is None else seed)
     if form == "keywords":
-        result = _invoke(name, label, fn, *args, generator=_gen(seed), p=p)
+        fn = functools.partial(fn, generator=generator, p=case.p if p is None else p)
     elif form == "pretrain":
-        result = _invoke(name, label, fn, *args, _gen(seed))
-    else:
-        result = _invoke(name, label, fn, *args)
-    _check_unchanged(name, before, inputs)
-    return _pair(name, label, result, case)
+        given["generator"] = generator
+    torch.manual_seed(global_seed)
+    return _pair(name, label, _call_inputs(name, fn, label, given, None), case)
 
 
 def _pair(name, label, result, case: _Case):
@@ -68,13 +65,13 @@ def _pair(name, label, result, case: _Case):
             "Hint: end with `return inputs, chosen`: the batch with the replacements, and the bool mask of the "
             "positions the model must predict."
         )
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        if isinstance(result, (tuple, list)):
-            raise ExerciseError(
-                f"Your {name} returned {len(result)} values {label}; it should return two: (inputs, chosen).\n"
-                "Hint: the labels are token_ids themselves: return only inputs and chosen."
-            )
-        _expect_tensor(name, result, label, "the pair (inputs, chosen)")
+    if not isinstance(result, (tuple, list)):
+        _expect_tensor(name, result, label, "the pair (inputs, chosen)")  # (raises: result is no tensor)
+    if len(result) != 2:
+        raise ExerciseError(
+            f"Your {name} returned {len(result)} values {label}; it should return two: (inputs, chosen).\n"
+            "Hint: the labels are token_ids themselves: return only inputs and chosen."
+        )
     for position, what in ((0, "first value (inputs)"), (1, "second value (chosen)")):
         if result[position] is None:
             raise ExerciseError(f"Your {name} returned None as its {what} {label}.\nHint: return both tensors, "
@@ -92,25 +89,28 @@ def _pair(name, label, result, case: _Case):
         if got.shape != ids.shape:
             raise ExerciseError(f"Your {name} returned {what} of shape {_shape(got)} {label}, but it should be (B, L) "
                                 f"= {_shape(ids)}, like token_ids.\nHint: {hint}")
-    if inputs.dtype != torch.long:
-        raise ExerciseError(
-            f"Your {name} returned inputs with dtype {inputs.dtype} {label}, but token ids are torch.int64 (long), "
-            "like token_ids.\nHint: keep every step in long: torch.randint gives long ids, torch.where(cond, "
-            "random_ids, inputs) with both long stays long; no .float() and no float fill values."
-        )
-    if chosen.dtype != torch.bool:
-        if chosen.dtype == torch.long and bool((chosen == -100).any()):
-            raise ExerciseError(
-                f"Your {name} returned a second value holding token ids and -100 {label}: those are labels (what "
-                "Hugging Face's collator returns). Return chosen, the bool mask of the positions the model must "
-                "predict: the labels are token_ids themselves, and the loss takes chosen as its mask."
-            )
-        raise ExerciseError(
-            f"Your {name} returned chosen with dtype {chosen.dtype} {label}; it should be bool (True where the "
-            "model must predict), like maskable: the loss uses it as its mask.\nHint: a comparison (r < p) and & "
-            "of bool tensors give bool; no .long(), .int() or .float()."
-        )
+    _fail_first([
+        (inputs.dtype != torch.long,
+         f"Your {name} returned inputs with dtype {inputs.dtype} {label}, but token ids are torch.int64 (long), like "
+         "token_ids.\nHint: keep every step in long: torch.randint gives long ids, torch.where(cond, random_ids, "
+         "inputs) with both long stays long; no .float() and no float fill values."),
+        (chosen.dtype == torch.long and bool((chosen == -100).any()),
+         f"Your {name} returned a second value holding token ids and -100 {label}: those are labels (what Hugging "
+         "Face's collator returns). Return chosen, the bool mask of the positions the model must predict: the labels "
+         "are token_ids themselves, and the loss takes chosen as its mask."),
+        (chosen.dtype != torch.bool,
+         f"Your {name} returned chosen with dtype {chosen.dtype} {label}; it should be bool (True where the model "
+         "must predict), like maskable: the loss uses it as its mask.\nHint: a comparison (r < p) and & of bool "
+         "tensors give bool; no .long(), .int() or .float()."),
+    ])
     return inputs, chosen
+
+
+def _fail_first(listed) -> None:
+    """Raise the message of the first ``(fits, message)`` of ``listed`` that fits (each computed beforehand)."""
+    for fits, message in listed:
+        if fits:
+            raise ExerciseError(message)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -121,7 +121,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
 
-def _near(share: float, q: float, n: int, slack: float) -> bool:
+def _near(share: float, q: float, n: int, slack: float = _SHARE_SLACK) -> bool:
     """``share`` (of ``n`` draws) is within 6 binomial standard deviations of ``q``, plus ``slack``."""
     if n == 0:
         return True
@@ -182,6 +182,13 @@ def _pairs(x, valid, dim):
     return n, (float((a & b & both).sum()) / n if n else 0.0)
 
 
+def _clustered(measured: dict, chance: float, slack: float) -> dict:
+    """Of ``measured`` ({dim: (pairs, share of them where both are alike)}), the dims whose share is more than 6
+    standard deviations (plus ``slack``) above ``chance``, each with how many standard deviations it is."""
+    return {dim: (both - chance) / math.sqrt(chance * (1 - chance) / n)
+            for dim, (n, both) in measured.items() if _above(both, chance, n, slack)}
+
+
 @probe
 def _dependence_probe(case: _Case, chosen) -> str:
     """Are the tokens chosen on their own? Neighbouring positions of one sequence, and neighbouring sequences
@@ -193,16 +200,14 @@ def _dependence_probe(case: _Case, chosen) -> str:
         return ""
     alone = share * share
     measured = {dim: _pairs(chosen, maskable, dim) for dim in (1, 0)}  # along a sequence; across sequences
-    flagged = {dim: (both - alone) / math.sqrt(alone * (1 - alone) / n)
-               for dim, (n, both) in measured.items() if _above(both, alone, n, 0.01)}
+    flagged = _clustered(measured, alone, 0.01)
     if not flagged:
         return ""
     dim = max(flagged, key=flagged.get)  # the stronger of the two (one pattern shared by all makes both look odd)
     both = measured[dim][1]
     if dim == 1:
         rows = chosen.any(dim=1) & maskable.any(dim=1)
-        whole = bool((chosen[rows] == maskable[rows]).all())
-        if whole:
+        if bool((chosen[rows] == maskable[rows]).all()):  # whole sequences
             return (f"whole sequences are chosen or not: {int(rows.sum())} of the {int(maskable.any(dim=1).sum())} "
                     f"sequences have every maskable token chosen and the others none ({_pct(share)} of the "
                     f"{n_tokens:,} maskable tokens in all). One random number is drawn per sequence (shape (B, 1)): "
@@ -233,15 +238,15 @@ def _p_probe(name, fn, case: _Case) -> str:
     listed = ", ".join(_pct(s) for s in shares)
     told = f"with p = 0.1, 0.2, 0.4 and 0.8 your {name} chooses {listed} of the maskable tokens"
     mean = sum(shares) / len(shares)
-    if all(_near(s, mean, n, _SHARE_SLACK) for s in shares):
+    if all(_near(s, mean, n) for s in shares):
         return (f"{told}: the share does not change with p, so p is not used (a number of your own takes its "
                 "place). Compare each token's random number with the argument p.")
     below = [(s, p) for s, p in zip(shares, ps) if s < 0.9]  # a share capped at 1 says nothing of the factor
     ratio = sum(s for s, _ in below) / sum(p for _, p in below) if below else 1.0
-    if all(_near(s, min(ratio * p, 1.0), n, _SHARE_SLACK) for s, p in zip(shares, ps)):
+    if all(_near(s, min(ratio * p, 1.0), n) for s, p in zip(shares, ps)):
         return (f"{told}: about {ratio:.2g} times p each time. Each maskable token is chosen with probability p "
                 "itself: torch.rand(...) < p, with no factor.")
-    if all(_near(s, p * p, n, _SHARE_SLACK) for s, p in zip(shares, ps)):
+    if all(_near(s, p * p, n) for s, p in zip(shares, ps)):
         return (f"{told}: about p squared each time, as if a token were chosen only when two random numbers both "
                 "fall below p. Draw one number per token and compare it with p once.")
     return f"{told}; it should be p itself each time (10 %, 20 %, 40 % and 80 %)."
@@ -273,22 +278,19 @@ def _split_probe(name, fn, case: _Case, shares, n_chosen) -> str:
     ids = torch.randint(5, 30, (8, 32), generator=g)
     small = _Case("for a batch (8, 32) with every token maskable, p=0.5", ids, torch.ones(8, 32, dtype=torch.bool),
                   4, 30, 0.5, 0)
-    calls = 0
-    for seed in range(200, 240):  # until two fates are seen (one such answer in 10,000 gets past 40 calls)
-        calls += 1
+    # Until two fates are seen (one such answer in 10,000 gets past 40 calls).
+    for calls, seed in enumerate(range(200, 240), start=1):
         inputs, chosen = _call(name, fn, small, seed=seed)
         count, split = _split(small, inputs, chosen)
         fate = _pure(split, count, small.vocab_size) if count >= 60 else None
         if fate:
             seen.add(fate)
         if len(seen) > 1:
-            break
-    if len(seen) > 1:
-        told = " and in others ".join(f"every one {fate}" for fate in sorted(seen))
-        return (f"one random number decides the fate of every chosen token of a call: in {calls} calls with small "
-                f"batches of their own, the chosen tokens of each call all shared one fate, in some {told}. Each "
-                "chosen token needs its own draw: r = torch.rand(token_ids.shape, generator=generator), (B, L), not "
-                "one number.")
+            told = " and in others ".join(f"every one {fate}" for fate in sorted(seen))
+            return (f"one random number decides the fate of every chosen token of a call: in {calls} calls with "
+                    f"small batches of their own, the chosen tokens of each call all shared one fate, in some {told}. "
+                    "Each chosen token needs its own draw: r = torch.rand(token_ids.shape, generator=generator), "
+                    "(B, L), not one number.")
     return ""
 
 
@@ -306,22 +308,21 @@ def _fate_probe(case: _Case, inputs, chosen) -> str:
     """Does each chosen token get its lot on its own? Two chosen tokens side by side in a sequence (or at one
     position of neighbouring sequences) share their fate by chance only ("" when so)."""
     masked, kept, swapped = _fates(case, inputs, chosen)
-    n = int(chosen.sum())
-    shares = [int(t.sum()) / n for t in (masked, swapped, kept)]
+    _, shares = _split(case, inputs, chosen)  # (chosen is never empty here)
     chance = sum(s * s for s in shares)
     if chance > 0.99:
         return ""
-    found = {}
-    for dim, where in ((1, "two chosen tokens next to each other in a sequence"),
-                       (0, "two chosen tokens at one position of neighbouring sequences")):
-        measured = [_pairs(fate, chosen, dim) for fate in (masked, swapped, kept)]
-        pairs, same = measured[0][0], sum(both for _, both in measured)
-        if _above(same, chance, pairs, 0.03):
-            found[(same - chance) / math.sqrt(chance * (1 - chance) / pairs)] = (dim, where, same)
+    measured = {}
+    for dim in (0, 1):  # across sequences, along a sequence (on a tie, the first)
+        alike = [_pairs(fate, chosen, dim) for fate in (masked, swapped, kept)]
+        measured[dim] = (alike[0][0], sum(both for _, both in alike))
+    found = _clustered(measured, chance, 0.03)
     if not found:
         return ""
-    dim, where, same = found[max(found)]  # the stronger of the two
-    shape = "(B, 1), one per sequence" if dim == 1 else "(L,), one per position"
+    dim = max(found, key=found.get)  # the stronger of the two
+    same = measured[dim][1]
+    where, shape = {0: ("two chosen tokens at one position of neighbouring sequences", "(L,), one per position"),
+                    1: ("two chosen tokens next to each other in a sequence", "(B, 1), one per sequence")}[dim]
     return (f"{where} share their fate (both mask_id, both a random id or both kept) {_pct(same)} of the time, "
             f"{_pct(chance)} if each token's were drawn on its own: the numbers that split the chosen 80/10/10 are "
             f"drawn with shape {shape}. Draw one per token, r = torch.rand(token_ids.shape, generator=generator).")

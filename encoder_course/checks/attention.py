@@ -21,7 +21,8 @@ from ._compare import (
     _shape_hint,
     probe,
 )
-from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
+from ._modules import _call_inputs
+from ._run import ExerciseError, _checker, _expect_tensor, _gen, _invoke, _randn, _shape
 from .registry import exercise
 
 
@@ -32,20 +33,13 @@ def _attention(q, k, v, mask=None, *, scale="sqrt", softmax_dim=-1, mask_mode="f
     q, k, v = q.double(), k.double(), v.double()
     d_k = q.shape[-1]
     scores = q @ k.transpose(-2, -1)
-    if scale == "sqrt":
-        scores = scores / math.sqrt(d_k)
-    elif scale == "d":
-        scores = scores / d_k
-    elif scale == "times":
+    # What each scale divides the scores by ("half": d_k ** 1/2 reads as (d_k ** 1) / 2); "none" leaves them.
+    divisors = {"sqrt": math.sqrt(d_k), "d": d_k, "sqrt_dv": math.sqrt(v.shape[-1]), "sqrt_lk": math.sqrt(k.shape[-2]),
+                "sqrt_lq": math.sqrt(q.shape[-2]), "half": d_k / 2}
+    if scale == "times":
         scores = scores * math.sqrt(d_k)
-    elif scale == "sqrt_dv":
-        scores = scores / math.sqrt(v.shape[-1])
-    elif scale == "sqrt_lk":
-        scores = scores / math.sqrt(k.shape[-2])
-    elif scale == "sqrt_lq":
-        scores = scores / math.sqrt(q.shape[-2])
-    elif scale == "half":  # d_k ** 1/2 reads as (d_k ** 1) / 2
-        scores = scores / (d_k / 2)
+    elif scale in divisors:
+        scores = scores / divisors[scale]
     raw = scores
     if mask is not None:
         mask = torch.broadcast_to(mask, scores.shape)
@@ -61,11 +55,10 @@ def _attention(q, k, v, mask=None, *, scale="sqrt", softmax_dim=-1, mask_mode="f
         elif mask_mode == "smallest":  # masked_fill(~mask, scores.min()): the smallest score, not -inf
             scores = scores.masked_fill(~mask, float(scores.min()))
     weights = torch.softmax(scores, dim=softmax_dim)
-    if mask is not None:
-        if mask_mode == "after":
-            weights = weights.masked_fill(~mask, 0.0)
-        if mask_mode in ("fill", "inverted") and fill == "zero":
-            weights = weights.masked_fill(~use.any(dim=-1, keepdim=True), 0.0)
+    if mask is not None and mask_mode == "after":
+        weights = weights.masked_fill(~mask, 0.0)
+    if mask is not None and mask_mode in ("fill", "inverted") and fill == "zero":
+        weights = weights.masked_fill(~use.any(dim=-1, keepdim=True), 0.0)
     if weights_are == "scaled_after":  # softmax of the unscaled scores, then divided by sqrt(d_k)
         weights = weights / math.sqrt(d_k)
     elif weights_are == "log_softmax":
@@ -84,67 +77,58 @@ def _fragile(q, k, v, mask, kind):
     divided by their sum.
     """
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    outs = []
     if kind == "naive":
         e = torch.exp(scores)
-        outs.append(e * mask if mask is not None else e)
-        if mask is not None:
-            outs.append(torch.exp(scores.masked_fill(~mask, float("-inf"))))
-        weights = [e / e.sum(dim=-1, keepdim=True) for e in outs]
+        kept = [e] if mask is None else [e * mask, torch.exp(scores.masked_fill(~mask, float("-inf")))]
+    elif mask is None:
+        return []
     else:
-        w = torch.softmax(scores, dim=-1)
-        if mask is None:
-            return []
-        w = w * mask
-        weights = [w / w.sum(dim=-1, keepdim=True)]
-    return [{"out": w @ v, "weights": w} for w in weights]
+        kept = [torch.softmax(scores, dim=-1) * mask]
+    return [{"out": w @ v, "weights": w} for w in (e / e.sum(dim=-1, keepdim=True) for e in kept)]
 
 
-def _inverted(q, k, v, mask):
-    return [_attention(q, k, v, mask, mask_mode="inverted", fill=f) for f in ("zero", "nan", "min")]
-
-
-def _wrong_axes(q, k, v, mask):
-    dims = [d for d in range(-q.dim(), -1)]
-    return [_attention(q, k, v, mask, softmax_dim=d) for d in dims]
+def _slip(**kwargs):
+    return lambda q, k, v, m: _attention(q, k, v, m, **kwargs)
 
 
 _ATTENTION_MISTAKES = [
     ("the softmax runs over the wrong axis. Each query's row of weights (over the keys, the last "
-     "dimension) must sum to 1.\nHint: torch.softmax(scores, dim=-1).", _wrong_axes),
+     "dimension) must sum to 1.\nHint: torch.softmax(scores, dim=-1).",
+     lambda q, k, v, m: [_attention(q, k, v, m, softmax_dim=d) for d in range(-q.dim(), -1)]),
     ("the scores are not scaled. Divide q @ k^T by sqrt(d_k), the size of the queries' last dimension.",
-     lambda q, k, v, m: _attention(q, k, v, m, scale="none")),
+     _slip(scale="none")),
     ("the scores are divided by d_k; divide them by the square root of d_k: math.sqrt(d_k).",
-     lambda q, k, v, m: _attention(q, k, v, m, scale="d")),
+     _slip(scale="d")),
     ("the scores are multiplied by sqrt(d_k); divide them by it instead.",
-     lambda q, k, v, m: _attention(q, k, v, m, scale="times")),
+     _slip(scale="times")),
     ("the scores are scaled with the size of v (d_v); use the size of q and k (d_k = q.shape[-1]).",
-     lambda q, k, v, m: _attention(q, k, v, m, scale="sqrt_dv")),
+     _slip(scale="sqrt_dv")),
     ("the mask is inverted. True means 'may attend', so fill the scores where the mask is False "
-     "(use ~mask or mask == False).", _inverted),
+     "(use ~mask or mask == False).",
+     lambda q, k, v, m: [_attention(q, k, v, m, mask_mode="inverted", fill=f) for f in ("zero", "nan", "min")]),
     ("masked scores are set to 0, but exp(0) = 1, so masked keys still get weight. Fill them with "
      "float('-inf') (or torch.finfo(scores.dtype).min) before the softmax.",
-     lambda q, k, v, m: _attention(q, k, v, m, mask_mode="zero")),
+     _slip(mask_mode="zero")),
     ("the mask is applied after the softmax, so the remaining weights no longer sum to 1. Fill the "
      "masked scores with float('-inf') before the softmax instead.",
-     lambda q, k, v, m: _attention(q, k, v, m, mask_mode="after")),
+     _slip(mask_mode="after")),
     ("the mask has no effect: masked keys still get weight. Fill the scores where mask is False with "
      "float('-inf') before the softmax, e.g. scores.masked_fill(~mask, float('-inf')).",
-     lambda q, k, v, m: _attention(q, k, v, m, mask_mode="ignore")),
+     _slip(mask_mode="ignore")),
     ("the mask is inverted and the masked scores are set to 0: masked_fill(mask, 0.0) fills the keys that "
      "may be attended, and exp(0) = 1 still gives them weight. Fill where the mask is False, with "
      "float('-inf'): scores.masked_fill(~mask, float('-inf')).",
-     lambda q, k, v, m: _attention(q, k, v, m, mask_mode="inverted_zero")),
+     _slip(mask_mode="inverted_zero")),
     ("the bool mask is added to the scores: True counts as 1 and False as 0, so the masked keys only lose "
      "1 and keep most of their weight. A bool mask selects: scores.masked_fill(~mask, float('-inf')) "
      "(an additive mask would hold 0 and -inf).",
-     lambda q, k, v, m: _attention(q, k, v, m, mask_mode="add")),
+     _slip(mask_mode="add")),
     ("masked scores are filled with the smallest score (scores.min()), which still gets weight after the "
      "softmax. Fill them with float('-inf') (or torch.finfo(scores.dtype).min), which gets none.",
-     lambda q, k, v, m: _attention(q, k, v, m, mask_mode="smallest")),
+     _slip(mask_mode="smallest")),
     ("the weights are log-probabilities (log_softmax): they are negative and do not sum to 1. Use "
      "torch.softmax(scores, dim=-1).",
-     lambda q, k, v, m: _attention(q, k, v, m, weights_are="log_softmax")),
+     _slip(weights_are="log_softmax")),
     ("exp() overflows: your softmax does not subtract each row's maximum before exp(), and exp(89) is "
      "already infinite in float32, so large scores give inf / inf = NaN. Subtract "
      "scores.amax(dim=-1, keepdim=True) first, or use torch.softmax.",
@@ -156,38 +140,26 @@ _ATTENTION_MISTAKES = [
      lambda q, k, v, m: _fragile(q, k, v, m, "renormalise")),
     ("the scores are divided by the square root of the number of keys (L_k = k.shape[-2]); divide by "
      "sqrt(d_k), the size of the last dimension of q and k: q.shape[-1].",
-     lambda q, k, v, m: _attention(q, k, v, m, scale="sqrt_lk")),
+     _slip(scale="sqrt_lk")),
     ("the scores are divided by the square root of the number of queries (L_q). d_k is the last "
      "dimension of q, q.shape[-1]; q.shape[2] is d_k only for 3-D inputs, and L_q once there is a heads "
      "dimension.",
-     lambda q, k, v, m: _attention(q, k, v, m, scale="sqrt_lq")),
+     _slip(scale="sqrt_lq")),
     ("the scores are divided by d_k / 2. In Python `d_k ** 1/2` means (d_k ** 1) / 2, because ** binds "
      "tighter than /: write d_k ** 0.5 or math.sqrt(d_k).",
-     lambda q, k, v, m: _attention(q, k, v, m, scale="half")),
+     _slip(scale="half")),
     ("the scaling comes after the softmax: the weights are divided by sqrt(d_k), so rows no longer sum "
      "to 1. Scale the scores before the softmax: softmax(q @ k^T / sqrt(d_k)).",
-     lambda q, k, v, m: _attention(q, k, v, m, scale="none", weights_are="scaled_after")),
+     _slip(scale="none", weights_are="scaled_after")),
     ("the weights you return are the raw scores from before the softmax. Return the weights after "
      "the softmax (the ones you multiply v with).",
-     lambda q, k, v, m: _attention(q, k, v, m, weights_are="scores")),
+     _slip(weights_are="scores")),
 ]
 
 
-def _fitted_scale(q, k, weights) -> float | None:
-    """If ``weights`` are softmax(q k^T / c) for one wrong constant c, return c."""
-    if tuple(weights.shape) != scores_shape(q, k) or not torch.isfinite(weights).all() or (weights <= 0).any():
-        return None
-    raw = (q.double() @ k.double().transpose(-2, -1))
-    logs = torch.log(weights.double())
-    raw_c, logs_c = raw - raw.mean(-1, keepdim=True), logs - logs.mean(-1, keepdim=True)
-    slope = float((raw_c * logs_c).sum() / (raw_c * raw_c).sum())  # 1 / c
-    if slope <= 0:
-        return None
-    residual = float((logs_c - slope * raw_c).abs().max())
-    if residual > 1e-4 * max(1.0, float(logs_c.abs().max())):
-        return None
-    scale = 1.0 / slope
-    return None if abs(scale - math.sqrt(q.shape[-1])) < 1e-3 * scale else scale
+def _given(q, k, v, mask) -> dict:
+    """The inputs by name, the mask left out when there is none (the learner's default)."""
+    return {"q": q, "k": k, "v": v} | ({} if mask is None else {"mask": mask})
 
 
 @probe
@@ -217,7 +189,7 @@ def _attention_probe(name, fn, label, q, k, v, mask, out, weights) -> str:
                     "which should get exactly 0: fill their scores with float('-inf') (a finite number such as "
                     "-5 or -100 still leaves them weight, more as scores grow), then take the softmax.")
     shift = _randn(_gen(7), k.shape[-1]).to(k.dtype)
-    moved = _invoke(name, label, fn, q, k + shift, v, *([] if mask is None else [mask]))
+    moved = _invoke(name, label, fn, *_given(q, k + shift, v, mask).values())
     if isinstance(moved, (tuple, list)) and len(moved) == 2 and isinstance(moved[1], torch.Tensor) \
             and moved[1].shape == weights.shape and not _close(moved[1], weights, 10.0):
         return ("adding the same vector to every key changes your weights, but it should not: each query's scores "
@@ -230,14 +202,15 @@ def _attention_probe(name, fn, label, q, k, v, mask, out, weights) -> str:
 def _values_probe(name, fn, label, q, k, v, mask, weights) -> str:
     """With the right weights, what does out do to the values? Give v = the identity (one value per key,
     d_v = L_k): out is then the matrix the values are weighted with, to compare with the weights."""
-    eye = torch.eye(k.shape[-2], dtype=v.dtype).expand(*v.shape[:-1], k.shape[-2])
-    zero = _invoke(name, label, fn, q, k, torch.zeros_like(v), *([] if mask is None else [mask]))
-    zero = zero[0] if isinstance(zero, (tuple, list)) and zero else zero
+    def out_for(values):
+        got = _invoke(name, label, fn, *_given(q, k, values, mask).values())
+        return got[0] if isinstance(got, (tuple, list)) and got else got
+
+    zero = out_for(torch.zeros_like(v))
     if isinstance(zero, torch.Tensor) and torch.isfinite(zero).all() and float(zero.abs().max()) > 1e-6:
         return ("with v all zeros your out should be all zeros (weights @ 0), but it is not (up to "
                 f"{float(zero.abs().max()):.4g}): something besides weights @ v is added to out.")
-    used = _invoke(name, label, fn, q, k, eye, *([] if mask is None else [mask]))
-    used = used[0] if isinstance(used, (tuple, list)) and used else used
+    used = out_for(torch.eye(k.shape[-2], dtype=v.dtype).expand(*v.shape[:-1], k.shape[-2]))
     if not isinstance(used, torch.Tensor) or used.shape != weights.shape:
         return ""
     w = weights.detach().double().reshape(-1, weights.shape[-1])
@@ -245,64 +218,65 @@ def _values_probe(name, fn, label, q, k, v, mask, weights) -> str:
     if _close(u, w, 2.0):
         return ""
     row = int((u - w).abs().amax(dim=-1).argmax())
-    shown = ", ".join(f"{float(a):.3g}" for a in u[row])
-    right = ", ".join(f"{float(a):.3g}" for a in w[row])
-    sums = u.sum(dim=-1)
+    shown, right = (", ".join(f"{float(a):.3g}" for a in t[row]) for t in (u, w))
     return ("your out weights the values with a matrix other than your weights (found by giving v = the identity, "
-            f"one value per key): for one query out uses [{shown}] (summing to {float(sums[row]):.4g}), "
+            f"one value per key): for one query out uses [{shown}] (summing to {float(u.sum(dim=-1)[row]):.4g}), "
             f"your weights are [{right}].")
 
 
 @probe
 def _scale_probe(q, k, weights) -> str:
-    """One wrong constant in the scale, fitted from the weights (no mask)."""
-    scale = _fitted_scale(q, k, weights)
-    if scale is None:
+    """One wrong constant c in the scale (no mask): the weights are softmax(q k^T / c), c fitted from them."""
+    if tuple(weights.shape) != scores_shape(q, k) or not torch.isfinite(weights).all() or (weights <= 0).any():
         return ""
-    d_k = q.shape[-1]
+    raw = (q.double() @ k.double().transpose(-2, -1))
+    logs = torch.log(weights.double())
+    raw_c, logs_c = raw - raw.mean(-1, keepdim=True), logs - logs.mean(-1, keepdim=True)
+    slope = float((raw_c * logs_c).sum() / (raw_c * raw_c).sum())  # 1 / c
+    if slope <= 0 or float((logs_c - slope * raw_c).abs().max()) > 1e-4 * max(1.0, float(logs_c.abs().max())):
+        return ""
+    scale, d_k = 1.0 / slope, q.shape[-1]
+    if abs(scale - math.sqrt(d_k)) < 1e-3 * scale:
+        return ""
     return (f"your weights are softmax(q @ k^T / c) with c = {scale:.4g}, but c should be sqrt(d_k) = "
             f"sqrt({d_k}) = {math.sqrt(d_k):.4g}. Look at how you compute the scale (d_k = q.shape[-1]; "
             "math.sqrt(d_k) or d_k ** 0.5).")
 
 
 def _attention_cases():
+    """(label, q, k, v, mask, hint), drawn in this order from one generator."""
     g = _gen(1)
-    cases = []
+
     # d_k = 8 here: with d_k = 4, sqrt(d_k) = d_k / 2 and two slips would pass unseen.
-    q, k, v = _randn(g, 2, 3, 8), _randn(g, 2, 5, 8), _randn(g, 2, 5, 6)
-    cases.append(("on batched inputs q (2, 3, 8), k (2, 5, 8), v (2, 5, 6) without a mask", q, k, v, None,
-                  ""))
-    q, k, v = _randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 5, 8), _randn(g, 2, 3, 5, 6)
-    cases.append(("on multi-head inputs q (2, 3, 4, 8), k (2, 3, 5, 8), v (2, 3, 5, 6) without a mask",
-                  q, k, v, None,
-                  "It works for 3-D inputs but not with a heads dimension: transpose only the last two "
-                  "dimensions (k.transpose(-2, -1)) and use dim=-1."))
+    def qkv(*lead, l_q=4, d_v=6):
+        return _randn(g, *lead, l_q, 8), _randn(g, *lead, 5, 8), _randn(g, *lead, 5, d_v)
+
     pad = torch.tensor([[True] * 5, [True, True, True, False, False]])
-    q, k, v = _randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 5, 8), _randn(g, 2, 3, 5, 6)
-    cases.append(("with a padding mask of shape (2, 1, 1, 5) (True = may attend), q (2, 3, 4, 8)",
-                  q, k, v, pad[:, None, None, :],
-                  "Without a mask your code is right, so look at how you use the mask: fill the scores "
-                  "where mask is False with float('-inf') before the softmax."))
-    q, k, v = _randn(g, 2, 4, 8), _randn(g, 2, 5, 8), _randn(g, 2, 5, 3)
-    cases.append(("with a padding mask of shape (2, 1, 5) on 3-D inputs", q, k, v, pad[:, None, :], ""))
+    pad4 = pad[:, None, None, :]
+    cases = [
+        ("on batched inputs q (2, 3, 8), k (2, 5, 8), v (2, 5, 6) without a mask", *qkv(2, l_q=3), None, ""),
+        ("on multi-head inputs q (2, 3, 4, 8), k (2, 3, 5, 8), v (2, 3, 5, 6) without a mask", *qkv(2, 3), None,
+         "It works for 3-D inputs but not with a heads dimension: transpose only the last two "
+         "dimensions (k.transpose(-2, -1)) and use dim=-1."),
+        ("with a padding mask of shape (2, 1, 1, 5) (True = may attend), q (2, 3, 4, 8)", *qkv(2, 3), pad4,
+         "Without a mask your code is right, so look at how you use the mask: fill the scores "
+         "where mask is False with float('-inf') before the softmax."),
+        ("with a padding mask of shape (2, 1, 5) on 3-D inputs", *qkv(2, d_v=3), pad[:, None, :], ""),
+    ]
     x = _randn(g, 1, 2, 5, 4)
     cases.append(("with a causal mask of shape (5, 5) (self-attention)", x, x.clone() * 0.5 + 0.1,
                   _randn(g, 1, 2, 5, 6), torch.ones(5, 5, dtype=torch.bool).tril(), ""))
     rnd = torch.rand(2, 2, 4, 5, generator=g) > 0.5
     rnd[..., 0] = True  # every query keeps at least one key (fully masked rows are not tested)
-    q, k, v = _randn(g, 2, 2, 4, 8), _randn(g, 2, 2, 5, 8), _randn(g, 2, 2, 5, 6)
-    cases.append(("with a full (2, 2, 4, 5) mask", q, k, v, rnd, ""))
-    q, k, v = _randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 5, 8), _randn(g, 2, 3, 5, 6)
-    cases.append(("with tiny inputs (about 1e-3)", q * 1e-3, k * 1e-3, v * 1e-3, pad[:, None, None, :], ""))
-    q, k, v = _randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 5, 8), _randn(g, 2, 3, 5, 6)
-    cases.append(("with large inputs (q, k about 10, v about 1000)", q * 10, k * 10, v * 1e3,
-                  pad[:, None, None, :],
-                  "It works on ordinary inputs but not on large ones. If you wrote the softmax yourself, "
-                  "subtract each row's maximum before exp() (or use torch.softmax)."))
-    q, k, v = _randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 5, 8), _randn(g, 2, 3, 5, 6)
-    cases.append(("on float64 inputs with a padding mask (2, 1, 1, 5)", q.double(), k.double(), v.double(),
-                  pad[:, None, None, :], "Keep the inputs' dtype: no .float() and no float32 tensors inside."))
-    return cases
+    return cases + [
+        ("with a full (2, 2, 4, 5) mask", *qkv(2, 2), rnd, ""),
+        ("with tiny inputs (about 1e-3)", *(t * 1e-3 for t in qkv(2, 3)), pad4, ""),
+        ("with large inputs (q, k about 10, v about 1000)", *(t * s for t, s in zip(qkv(2, 3), (10, 10, 1e3))), pad4,
+         "It works on ordinary inputs but not on large ones. If you wrote the softmax yourself, "
+         "subtract each row's maximum before exp() (or use torch.softmax)."),
+        ("on float64 inputs with a padding mask (2, 1, 1, 5)", *(t.double() for t in qkv(2, 3)), pad4,
+         "Keep the inputs' dtype: no .float() and no float32 tensors inside."),
+    ]
 
 
 @_checker("scaled_dot_product_attention")
@@ -310,15 +284,7 @@ def check_scaled_dot_product_attention(fn):
     """Check ``scaled_dot_product_attention(q, k, v, mask=None) -> (out, weights)``."""
     name = exercise("scaled_dot_product_attention").name
     for label, q, k, v, mask, case_hint in _attention_cases():
-        inputs = {"q": q, "k": k, "v": v}
-        if mask is not None:
-            inputs["mask"] = mask
-        before = _snapshot(inputs)
-        if mask is None:
-            result = _invoke(name, label, fn, q, k, v)
-        else:
-            result = _invoke(name, label, fn, q, k, v, mask)
-        _check_unchanged(name, before, inputs)
+        result = _call_inputs(name, fn, label, _given(q, k, v, mask), None)
         want = _attention(q, k, v, mask)
         want_out, want_w = want["out"], want["weights"]
         if isinstance(result, torch.Tensor):
@@ -326,11 +292,11 @@ def check_scaled_dot_product_attention(fn):
                 f"Your {name} returned a single tensor {label}; it should return two: (out, weights).\n"
                 "Hint: end with `return out, weights`."
             )
-        if not isinstance(result, (tuple, list)) or len(result) != 2:
-            if isinstance(result, (tuple, list)):
-                raise ExerciseError(
-                    f"Your {name} returned {len(result)} values {label}; it should return two: (out, weights)."
-                )
+        if isinstance(result, (tuple, list)) and len(result) != 2:
+            raise ExerciseError(
+                f"Your {name} returned {len(result)} values {label}; it should return two: (out, weights)."
+            )
+        if not isinstance(result, (tuple, list)):
             _expect_tensor(name, result, label, "the pair (out, weights)")
         for position, what in ((0, "first value (out)"), (1, "second value (the weights)")):
             if result[position] is None:
@@ -365,8 +331,9 @@ def check_scaled_dot_product_attention(fn):
                if not _close(t, ref)}
         if not bad:
             continue
+
         def rerun(q=q, k=k, v=v, mask=mask, label=label):
-            again = _invoke(name, label, fn, q, k, v, *([] if mask is None else [mask]))
+            again = _invoke(name, label, fn, *_given(q, k, v, mask).values())
             return again[0] if isinstance(again, (tuple, list)) and len(again) == 2 else None
 
         randomness = _random_inside(rerun, out)
@@ -382,10 +349,8 @@ def check_scaled_dot_product_attention(fn):
                 f"applied {label}.\nHint: return the weights after the softmax of the masked scores, the "
                 "same ones you multiply v with."
             )
-        mistake = _first_match(bad, _ATTENTION_MISTAKES, q, k, v, mask)
-        if mistake:
-            raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
-        found = _scale_probe(q, k, weights) if mask is None else ""
+        found = _first_match(bad, _ATTENTION_MISTAKES, q, k, v, mask) or (
+            _scale_probe(q, k, weights) if mask is None else "")
         if found:
             raise ExerciseError(f"Your {name} is not right yet {label}: {found}")
         if any(torch.isnan(t).any() for t in bad.values()):
@@ -395,23 +360,22 @@ def check_scaled_dot_product_attention(fn):
                    "If you wrote the softmax yourself, subtract each row's maximum before exp().")
             )
             raise ExerciseError(f"Your {name} returned NaN values {label}.\nHint: {hint}")
+        lead = ("sequence",) * (out.dim() - 2)
         if "out" in bad and "weights" not in bad:
             found = _values_probe(name, fn, label, q, k, v, mask, weights) or _described(
-                out, want_out, ("sequence",) * (out.dim() - 2) + ("query", "feature"))
+                out, want_out, lead + ("query", "feature"))
             raise ExerciseError(f"Your {name}'s weights are right but out is not {label}: {found}\n"
                                 "Hint: out = weights @ v.")
         if "weights" in bad and "out" not in bad:
             raise ExerciseError(
                 f"Your {name}'s out is right but the weights you return are not {label}: "
-                f"{_described(weights, want_w, ('sequence',) * (out.dim() - 2) + ('query', 'key'))}\nHint: return "
+                f"{_described(weights, want_w, lead + ('query', 'key'))}\nHint: return "
                 "the weights after the softmax, the "
                 "same ones you multiply v with."
             )
         hint = case_hint or "softmax(q @ k^T / sqrt(d_k)) @ v, with masked scores set to -inf before the softmax."
-        found = _attention_probe(name, fn, label, q, k, v, mask, out, weights)
-        if not found:
-            axes = ("sequence",) * (out.dim() - 2) + ("query", "key")
-            found = _described(weights, want_w, axes)
+        found = _attention_probe(name, fn, label, q, k, v, mask, out, weights) or _described(
+            weights, want_w, lead + ("query", "key"))
         raise ExerciseError(f"Your {name} is not right yet {label}: {found}\nHint: {hint}")
     # Gradients, on the multi-head case with a padding mask (the numbers are right by now).
     from ..attention import scaled_dot_product_attention as reference

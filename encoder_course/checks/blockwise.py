@@ -33,6 +33,8 @@ A two-pass algorithm (block maxima first, then the sums) stays block by block an
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 
 import torch
@@ -70,14 +72,12 @@ def _online(q, k, v, mask, block, *, scale=True, rescale_sum=True, rescale_acc=T
     s = q.new_zeros(rows)
     acc = q.new_zeros((*shape[:-1], v.shape[-1]))
     length = k.shape[-2]
-    stop = length - length % block if skip_last else length
-    n_blocks = 0
-    for start in range(0, stop, block):
+    starts = range(0, length - length % block if skip_last else length, block)
+    for start in starts:
         keys = slice(start, start + block)
         scores = q @ k[..., keys, :].transpose(-2, -1)
         if mask is not None:
             scores = scores.masked_fill(~mask[..., keys], float("-inf") if fill == "-inf" else -1e9)
-        n_blocks += 1
         if divide in ("block_mean", "block_sum"):  # each block's own softmax, the results added up
             acc = acc + torch.nan_to_num(torch.softmax(scores, dim=-1)) @ v[..., keys, :]
             continue
@@ -92,17 +92,18 @@ def _online(q, k, v, mask, block, *, scale=True, rescale_sum=True, rescale_acc=T
             acc = acc / s_new
         s, m = s_new, m_new
     if divide == "block_mean":
-        out = acc / max(n_blocks, 1)
-    elif divide in ("block_sum", "running"):
-        out = acc
-    elif guard_rows:
-        out = torch.where(s > 0, acc / s.clamp(min=torch.finfo(s.dtype).tiny), torch.zeros_like(acc))
-    else:
-        out = acc / s
-    return {"out": out}
+        return {"out": acc / max(len(starts), 1)}
+    if divide in ("block_sum", "running"):
+        return {"out": acc}
+    if guard_rows:
+        return {"out": torch.where(s > 0, acc / s.clamp(min=torch.finfo(s.dtype).tiny), torch.zeros_like(acc))}
+    return {"out": acc / s}
 
 
-def _variants(**slip):
+def _variants(*slips, **slip):
+    """The online softmax with the slips ``slip`` switched on, or with each set of ``slips`` in turn."""
+    if slips:
+        return lambda q, k, v, m, b: [_online(q, k, v, m, b, **one) for one in slips]
     return lambda q, k, v, m, b: _online(q, k, v, m, b, **slip)
 
 
@@ -129,8 +130,7 @@ _ONLINE_MISTAKES = [
      _variants(max_mode="block")),
     ("a block whose keys are all masked gives NaN: its max is -inf, and exp(-inf - -inf) = exp(nan). While a "
      "row has seen only masked keys, measure from 0 instead: base = torch.where(torch.isinf(m_new), 0, m_new).",
-     lambda q, k, v, m, b: [_online(q, k, v, m, b, guard_blocks=False),
-                            _online(q, k, v, m, b, guard_blocks=False, guard_rows=False)]),
+     _variants({"guard_blocks": False}, {"guard_blocks": False, "guard_rows": False})),
     ("a fully masked row gives NaN (0 / 0: its running sum stays 0). The package's attention returns zeros "
      "there: make the division safe and zero those rows, acc / torch.where(s > 0, s, 1) * (s > 0) (a "
      "torch.where(s > 0, acc / s, 0) gives the right values but a NaN gradient).",
@@ -142,7 +142,7 @@ _ONLINE_MISTAKES = [
     ("each block is normalised on its own (a softmax per block) and the results averaged or added: the "
      "softmax runs over all keys, so keep the unnormalised sums (running sum and accumulator) across blocks "
      "and divide once, at the end: out = acc / s.",
-     lambda q, k, v, m, b: [_online(q, k, v, m, b, divide="block_mean"), _online(q, k, v, m, b, divide="block_sum")]),
+     _variants({"divide": "block_mean"}, {"divide": "block_sum"})),
     ("the accumulator is divided by the running sum at every block, and the earlier blocks' share is never "
      "multiplied back: keep acc unnormalised and divide once at the end (or multiply the old output by "
      "s_old * rescale / s_new before adding the new block's p @ v / s_new).",
@@ -151,8 +151,7 @@ _ONLINE_MISTAKES = [
      _variants(scale=False)),
     ("the mask is inverted: True means 'may attend', so fill the scores where the mask is False "
      "(scores.masked_fill(~mask_block, float('-inf'))).",
-     lambda q, k, v, m, b: [_online(q, k, v, m, b, inverted=True),
-                            _online(q, k, v, m, b, inverted=True, guard_rows=False)]),
+     _variants({"inverted": True}, {"inverted": True, "guard_rows": False})),
     ("the last, shorter block of keys is skipped when block_size does not divide L_k: loop "
      "for start in range(0, L_k, block_size) and slice k[..., start:start + block_size, :], which gives "
      "the shorter last block too.",
@@ -163,8 +162,7 @@ _ONLINE_MISTAKES = [
     ("the running max starts at 0 instead of -inf: when every score of a row is far below 0, exp(score - 0) "
      "underflows to 0 and the row divides 0 by 0. Start it at float('-inf') (torch.full(..., -inf)), so the "
      "first block sets it.",
-     lambda q, k, v, m, b: [_online(q, k, v, m, b, max_mode="zero"),
-                            _online(q, k, v, m, b, max_mode="zero", guard_rows=False)]),
+     _variants({"max_mode": "zero"}, {"max_mode": "zero", "guard_rows": False})),
 ]
 
 
@@ -228,18 +226,15 @@ def _online_cases():
     """(label, q, k, v, mask, block_size), the first ones catching the most."""
     g = _gen(9)
     b, h, l_q, l_k, d_k, d_v = 2, 3, 5, 11, 6, 7
-    cases = []
 
     def qkv(*lead, scale=1.0, lq=l_q, lk=l_k):
         return (_randn(g, *lead, lq, d_k, scale=scale), _randn(g, *lead, lk, d_k, scale=scale),
                 _randn(g, *lead, lk, d_v))
 
-    q, k, v = qkv(b, h)
     shapes = "q (2, 3, 5, 6), k (2, 3, 11, 6), v (2, 3, 11, 7)"
-    cases.append((f"on {shapes}, block_size=4 (11 keys: blocks of 4, 4 and 3), no mask", q, k, v, None, 4))
-    q, k, v = qkv(b, scale=1.0, lq=5, lk=9)
-    cases.append(("on 3-D inputs q (2, 5, 6), k (2, 9, 6), v (2, 9, 7), block_size=3 (divides 9), no mask",
-                  q, k, v, None, 3))
+    cases = [(f"on {shapes}, block_size=4 (11 keys: blocks of 4, 4 and 3), no mask", *qkv(b, h), None, 4),
+             ("on 3-D inputs q (2, 5, 6), k (2, 9, 6), v (2, 9, 7), block_size=3 (divides 9), no mask",
+              *qkv(b, lq=5, lk=9), None, 3)]
     q, k, v = qkv(b, h)
     end = torch.ones(b, 1, 1, l_k, dtype=torch.bool)
     end[1, ..., 7:] = False
@@ -265,19 +260,16 @@ def _online_cases():
     k = -(_randn(g, b, h, l_k, d_k).abs() * 8.0 + 2.0)
     cases.append((f"with every score far below zero (about -100 and less), {shapes}, block_size=4",
                   q, k, _randn(g, b, h, l_k, d_v), None, 4))
-    q, k, v = qkv(b, h)
     cases.append((f"with tiny inputs (about 1e-3), {shapes}, a padding mask (2, 1, 1, 11), block_size=4",
-                  q * 1e-3, k * 1e-3, v * 1e-3, end, 4))
-    q, k, v = qkv(1, 1, lq=7, lk=7)
+                  *(t * 1e-3 for t in qkv(b, h)), end, 4))
     cases.append(("as self-attention with a causal mask (7, 7), q, k (1, 1, 7, 6), v (1, 1, 7, 7), block_size=3",
-                  q, k, v, torch.ones(7, 7, dtype=torch.bool).tril(), 3))
+                  *qkv(1, 1, lq=7, lk=7), torch.ones(7, 7, dtype=torch.bool).tril(), 3))
     q, k, v = qkv(b, h)
     cases.append((f"on {shapes} with block_size=1 (one key at a time) and a padding mask (2, 1, 1, 11)",
                   q, k, v, end, 1))
     cases.append((f"on {shapes} with block_size=16 (one block holds every key), no mask", q, k, v, None, 16))
-    q, k, v = qkv(b, h)
     cases.append((f"on float64 inputs {shapes} with a padding mask (2, 1, 1, 11), block_size=4",
-                  q.double(), k.double(), v.double(), end, 4))
+                  *(t.double() for t in qkv(b, h)), end, 4))
     return cases
 
 
@@ -305,19 +297,19 @@ def _fitted_scores_scale(got, q, k, v, mask) -> float | None:
 def _probe(name, fn, label, q, k, v, mask, block) -> str:
     """Vary one thing at a time (one block, blocks of one key, small scores) and name what goes wrong."""
     d_k, l_k = q.shape[-1], k.shape[-2]
+    want = _reference(q, k, v, mask)
 
     def run(q_, block_, what):
         out = _invoke(name, f"{label}, {what}", fn, q_, k, v, mask, block_size=block_)
-        return out if isinstance(out, torch.Tensor) and out.shape == _reference(q_, k, v, mask).shape else None
+        return out if isinstance(out, torch.Tensor) and out.shape == want.shape else None
 
     whole = run(q, l_k, f"with block_size={l_k}, one block")
-    if whole is not None and torch.isfinite(whole).all() and not _close(whole, _reference(q, k, v, mask)):
+    if whole is not None and torch.isfinite(whole).all() and not _close(whole, want):
         c = _fitted_scores_scale(whole, q, k, v, mask)
-        scale = ""
-        if c is not None:
-            scale = (f" Your scores are q k^T x {c:.4g}, where the scale is 1/sqrt(d_k) = {1 / math.sqrt(d_k):.4g}"
-                     + (": divided by d_k, the scale applied twice (once to q, once to the scores)?"
-                        if abs(c * d_k - 1) < 0.02 else "."))
+        scale = "" if c is None else (
+            f" Your scores are q k^T x {c:.4g}, where the scale is 1/sqrt(d_k) = {1 / math.sqrt(d_k):.4g}"
+            + (": divided by d_k, the scale applied twice (once to q, once to the scores)?"
+               if abs(c * d_k - 1) < 0.02 else "."))
         return (f"even with block_size={l_k} (one block: an ordinary softmax) your output is wrong, so the mistake "
                 "is in the attention itself (the scale, the mask, the softmax), not in how blocks are combined."
                 + scale)
@@ -329,25 +321,21 @@ def _probe(name, fn, label, q, k, v, mask, block) -> str:
                 "exp() of a score in the hundreds overflows. Subtract the running max before exp(), "
                 "exp(scores - m_new), and rescale what you have summed so far by exp(m - m_new).")
     ones = run(q, 1, "with block_size=1")
-    if whole is not None and ones is not None and _close(whole, _reference(q, k, v, mask)) \
-            and not _close(ones, _reference(q, k, v, mask)):
+    if whole is not None and ones is not None and _close(whole, want) and not _close(ones, want):
         return ("it is right with one block (block_size = L_k) and wrong with blocks of one key: the blocks are "
                 "combined wrongly. When a block raises the max, what was summed before must be rescaled by "
                 "exp(m - m_new), both the running sum s and the accumulator acc.")
     return ""
 
 
-def _call(name, fn, label, q, k, v, mask, block, record: bool):
-    inputs = {"q": q, "k": k, "v": v} | ({"mask": mask} if mask is not None else {})
+def _call(name, fn, label, q, k, v, mask, block, recorder=None):
+    """The learner's output, its inputs checked unchanged (``recorder``, when given, hears its torch calls)."""
+    inputs = {"q": q, "k": k, "v": v, "mask": mask}  # (a mask of None is not a tensor to check)
     before = _snapshot(inputs)
-    recorder = _Recorder() if record else None
-    if recorder is None:
+    with recorder if recorder is not None else contextlib.nullcontext():
         got = _invoke(name, label, fn, q, k, v, mask, block_size=block)
-    else:
-        with recorder:
-            got = _invoke(name, label, fn, q, k, v, mask, block_size=block)
     _check_unchanged(name, before, inputs)
-    return got, (recorder.ops if recorder is not None else [])
+    return got
 
 
 @_checker("online_softmax_attention")
@@ -356,7 +344,8 @@ def check_online_softmax_attention(fn):
     name = exercise("online_softmax_attention").name
     cases = _online_cases()
     for label, q, k, v, mask, block in cases:
-        got, ops = _call(name, fn, label, q, k, v, mask, block, record=k.shape[-2] > block)
+        recorder = _Recorder()
+        got = _call(name, fn, label, q, k, v, mask, block, recorder if k.shape[-2] > block else None)
         if isinstance(got, (tuple, list)) and len(got) == 2 and isinstance(got[0], torch.Tensor):
             raise ExerciseError(
                 f"Your {name} returned two tensors {label}; it returns only the output (..., L_q, d_v): an "
@@ -374,7 +363,7 @@ def check_online_softmax_attention(fn):
             raise ExerciseError(f"Your {name} returned dtype {got.dtype} {label}, but the inputs are "
                                 f"{want.dtype}. Keep the inputs' dtype (no .float() or .double() inside; "
                                 "torch.full(..., dtype=q.dtype) or q.new_full(...) for the running max).")
-        why = _not_blockwise(ops, q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1], block)
+        why = _not_blockwise(recorder.ops, q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1], block)
         if why:
             raise ExerciseError(
                 f"Your {name} does not work block by block {label}: {why}. An online softmax holds the scores of "
@@ -385,19 +374,14 @@ def check_online_softmax_attention(fn):
             )
         if _close(got, want):
             continue
-        rerun = (lambda q=q, k=k, v=v, mask=mask, block=block, label=label:
-                 _call(name, fn, label, q, k, v, mask, block, record=False)[0])
-        randomness = _random_inside(rerun, got)
+        randomness = _random_inside(functools.partial(_call, name, fn, label, q, k, v, mask, block), got)
         if randomness:
             raise ExerciseError(f"Your {name} is random {label}: {randomness}.\nHint: nothing in it is "
                                 "random: no dropout, no torch.manual_seed.")
         # NaN in the output matches several listed slips alike: then the probe, which varies one thing, speaks first.
-        if torch.isfinite(got).all():
-            mistake = _first_match({"out": got}, _ONLINE_MISTAKES, q, k, v, mask, block) \
-                or _probe(name, fn, label, q, k, v, mask, block)
-        else:
-            mistake = _probe(name, fn, label, q, k, v, mask, block) \
-                or _first_match({"out": got}, _ONLINE_MISTAKES, q, k, v, mask, block)
+        named = functools.partial(_first_match, {"out": got}, _ONLINE_MISTAKES, q, k, v, mask, block)
+        probed = functools.partial(_probe, name, fn, label, q, k, v, mask, block)
+        mistake = (named() or probed()) if torch.isfinite(got).all() else (probed() or named())
         if mistake:
             raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
         if torch.isnan(got).any() or torch.isinf(got).any():
@@ -415,7 +399,5 @@ def check_online_softmax_attention(fn):
         )
     # Gradients with a padding mask, then through the fully masked rows (a NaN there is a named mistake).
     for label, q, k, v, mask, block in (cases[2], next(c for c in cases if "every key masked" in c[0])):
-        _check_gradients(name, label,
-                         lambda q, k, v, label=label, mask=mask, block=block:
-                         _call(name, fn, label, q, k, v, mask, block, record=False)[0],
-                         lambda q, k, v, mask=mask: _reference(q, k, v, mask), {"q": q, "k": k, "v": v})
+        _check_gradients(name, label, functools.partial(_call, name, fn, label, mask=mask, block=block),
+                         functools.partial(_reference, mask=mask), {"q": q, "k": k, "v": v})

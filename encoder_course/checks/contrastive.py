@@ -12,27 +12,24 @@ products are caught), float64 (its dtype kept), and last a batch whose positives
 queries at scale 100, where ``log(softmax(...))`` underflows to ``-inf`` in float32. The gradients must
 reach both inputs, and neither input may change in place.
 
-A wrong loss is compared with the usual slips (dot products, normalising over dim=0 or only one side, the
-scale missing, divided, fixed or put on the loss, labels of zeros, the cross-entropy over the columns,
-both directions, a softmax first, the sum, the diagonal masked or left out of the denominator, Euclidean
-distances, the extra negatives ignored, the sign flipped, ``nll_loss`` on raw scores); when none fits,
-probes vary one thing at a time and name what the answer responds to wrongly, with the measured
-difference: each vector's length, one rotation of all of them, each query turned towards each passage in
-turn (which passage the answer takes as its positive, whether the in-batch and the extra negatives count,
-whether a passage pointing away counts as far), the extra negatives removed or reordered, the pairs
-reordered, the scale (which scale the answer acts as, read back from the right loss), a factor common to
-every batch, every cosine 0 (where the right loss is log P) and a batch the right loss is sure of.
+A wrong loss is compared with the usual slips (``_MISTAKES``); when none fits, probes
+(``_contrastive_probes``) vary one thing at a time and name what the answer responds to wrongly, with the
+measured difference.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import re
 
 import torch
+import torch.nn.functional as F
 
 from ._compare import _check_gradients, _close, _first_match
-from ._contrastive_probes import _DEFAULT_SCALE, _asker, _lengths, _loss, _probe, _same
-from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
+from ._contrastive_probes import _DEFAULT_SCALE, _asker, _ce, _cos, _in_float64, _lengths, _loss, _probe, _same
+from ._modules import _call_inputs
+from ._run import ExerciseError, _checker, _expect_tensor, _gen, _randn, _shape
 from .registry import exercise
 
 _HINT = ("scores = F.normalize(queries, dim=-1) @ F.normalize(passages, dim=-1).T * scale is (B, P), one row per "
@@ -40,74 +37,83 @@ _HINT = ("scores = F.normalize(queries, dim=-1) @ F.normalize(passages, dim=-1).
 
 
 # ----------------------------------------------------------------------------------------------
-# The loss's usual slips (the loss itself, in float64: _contrastive_probes._loss)
+# The loss's usual slips, each computed in float64 from the right scores (cosines times scale, (B, P))
+
+
+def _diagonal(scores):
+    """Where each query meets its positive in the (B, P) scores."""
+    return torch.eye(*scores.shape, dtype=torch.bool)
 
 
 _MISTAKES = [
     ("the scores are plain dot products, queries @ passages.T, without normalising: they grow with the "
      "vectors' lengths, and they are not cosine similarities. Normalise both first, F.normalize(queries, "
      "dim=-1) and F.normalize(passages, dim=-1) (each vector divided by its own length), then multiply.",
-     lambda q, p, s: _loss(q, p, s, "dot")),
+     _in_float64(lambda q, p, s, scores: _ce(q @ p.T * s))),
     ("the vectors are normalised over dim=0, across the batch, instead of each vector over its own features: "
      "F.normalize(x, dim=-1), or x / x.norm(dim=-1, keepdim=True).",
-     lambda q, p, s: _loss(q, p, s, "dim0")),
+     _in_float64(lambda q, p, s, scores: _ce(_cos(q, p, dim=0) * s))),
     ("only the queries are normalised: normalise the passages too, F.normalize(passages, dim=-1), so that every "
      "score is a cosine similarity.",
-     lambda q, p, s: _loss(q, p, s, "queries_only")),
+     _in_float64(lambda q, p, s, scores: _ce(F.normalize(q, dim=-1) @ p.T * s))),
     ("only the passages are normalised: normalise the queries too, F.normalize(queries, dim=-1), so that every "
      "score is a cosine similarity.",
-     lambda q, p, s: _loss(q, p, s, "passages_only")),
+     _in_float64(lambda q, p, s, scores: _ce(q @ F.normalize(p, dim=-1).T * s))),
     ("the cosines are not multiplied by scale: between -1 and 1 the softmax can hardly prefer the positive. "
      "The scores are the cosines times scale (20 by default: a temperature of 1 / 20).",
-     lambda q, p, s: _loss(q, p, s, "no_scale")),
+     _in_float64(lambda q, p, s, scores: _ce(scores / s))),
     ("the cosines are divided by scale: multiply them by it, cos * scale (scale is 1 / temperature).",
-     lambda q, p, s: _loss(q, p, s, "divided")),
+     _in_float64(lambda q, p, s, scores: _ce(scores / s / s))),
     ("the scale is always 20, whatever `scale` is passed: multiply by the argument, `* scale`, not by a "
      "fixed 20 (20 is only its default).",
-     lambda q, p, s: _loss(q, p, s, "fixed")),
+     _in_float64(lambda q, p, s, scores: _ce(scores / s * _DEFAULT_SCALE))),
     ("the loss is multiplied by scale instead of the scores: the scale belongs inside, on the cosines before "
      "the cross-entropy, F.cross_entropy(cos * scale, labels).",
-     lambda q, p, s: _loss(q, p, s, "scale_on_loss")),
+     _in_float64(lambda q, p, s, scores: _ce(scores / s) * s)),
     ("every query's label is 0, as if passages[0] were everyone's positive: query i's positive is "
      "passages[i], column i of its row of scores, so the labels are torch.arange(B).",
-     lambda q, p, s: _loss(q, p, s, "zeros")),
+     _in_float64(lambda q, p, s, scores: _ce(scores, torch.zeros(len(q), dtype=torch.long)))),
     ("the cross-entropy runs over the columns: your scores are (passages, queries), passages @ queries.T "
      "(or transposed), so each passage picks among the queries. Each query picks among the passages: "
      "scores = queries @ passages.T, (B, P), one row per query.",
-     lambda q, p, s: _loss(q, p, s, "columns")),
+     _in_float64(lambda q, p, s, scores: _ce(scores.T))),  # P == B only: else a label is out of bounds
     ("it averages both directions, queries picking passages and passages picking queries (a symmetric loss, "
      "as in CLIP): this loss has one direction only, each query's softmax over the P passages.",
-     lambda q, p, s: _loss(q, p, s, "symmetric")),
+     _in_float64(lambda q, p, s, scores: (_ce(scores) + _ce(scores[:, :len(q)].T)) / 2)),
     ("it adds both directions, queries picking passages and passages picking queries (a symmetric loss): "
      "this loss has one direction only, each query's softmax over the P passages.",
-     lambda q, p, s: _loss(q, p, s, "symmetric_sum")),
+     _in_float64(lambda q, p, s, scores: _ce(scores) + _ce(scores[:, :len(q)].T))),
     ("the scores go through a softmax before cross_entropy, which applies log_softmax itself: pass the scaled "
      "cosines as they are (cross_entropy = log_softmax + nll_loss).",
-     lambda q, p, s: _loss(q, p, s, "softmax_first")),
+     _in_float64(lambda q, p, s, scores: _ce(scores.softmax(dim=-1)))),
     ("it returns the sum over the queries, not their mean: F.cross_entropy's default reduction='mean' divides "
      "by B.",
-     lambda q, p, s: _loss(q, p, s, "sum")),
+     _in_float64(lambda q, p, s, scores: F.cross_entropy(scores, torch.arange(len(q)), reduction="sum"))),
     ("the diagonal of the scores is set to 0, masked as if it were each query's similarity with itself; but "
      "passages[i] is query i's positive, not query i: the diagonal holds the scores that must win. Leave it "
      "as it is.",
-     lambda q, p, s: _loss(q, p, s, "diagonal_zero")),
+     _in_float64(lambda q, p, s, scores: _ce(scores.masked_fill(_diagonal(scores), 0.0)))),
     ("the positive is left out of the softmax's denominator (only the negatives are summed there): the "
      "cross-entropy's denominator sums over every passage, the positive included, F.cross_entropy(scores, "
      "labels).",
-     lambda q, p, s: _loss(q, p, s, "positive_left_out")),
+     _in_float64(lambda q, p, s, scores: (torch.logsumexp(scores.masked_fill(_diagonal(scores), -math.inf), -1)
+                                          - scores[_diagonal(scores)]).mean())),  # logsumexp of the negatives only
     ("the scores are Euclidean distances (torch.cdist) instead of cosine similarities: a distance is small "
      "where a similarity is large, and it depends on the vectors' lengths. Use the cosines, "
      "F.normalize(queries, dim=-1) @ F.normalize(passages, dim=-1).T.",
-     lambda q, p, s: _loss(q, p, s, "euclidean")),
+     # (-|a - b|² of unit vectors is 2 cos - 2: twice the right scores, which the scale probe names)
+     _in_float64(lambda q, p, s, scores: [_ce(sign * dist ** power * s) for dist, powers in (
+         (torch.cdist(q, p), (1, 2)), (torch.cdist(F.normalize(q, dim=-1), F.normalize(p, dim=-1)), (1,)))
+         for power in powers for sign in (-1, 1)])),
     ("the extra negatives are left out: only passages[:B] are scored. The rows from B on are negatives for "
      "every query: score each query against all P passages, (B, P).",
-     lambda q, p, s: _loss(q, p, s, "extra_ignored")),
+     _in_float64(lambda q, p, s, scores: _ce(scores[:, :len(q)]))),  # (with P == B: the right loss, never a match)
     ("the sign is flipped: your loss is minus the cross-entropy, so training would push each query away from "
      "its positive. The loss is the cross-entropy itself, -log p(positive).",
-     lambda q, p, s: _loss(q, p, s, "sign")),
+     _in_float64(lambda q, p, s, scores: -_ce(scores))),
     ("F.nll_loss gets the raw scores, so it returns minus the positive's score: nll_loss expects "
      "log-probabilities (log_softmax first); F.cross_entropy takes the scores as they are.",
-     lambda q, p, s: _loss(q, p, s, "nll_raw")),
+     _in_float64(lambda q, p, s, scores: F.nll_loss(scores, torch.arange(len(q))))),  # minus the positive's score
 ]
 
 
@@ -124,32 +130,26 @@ def _pairs(g, b, d, extra, noise):
 def _cases():
     """``(label, queries, passages, scale)``; scale None: left at its default. Each batch's loss is between 0.3
     and 2 (the last one's excepted), large enough for float32 to compute it to the tolerance."""
-    q0, p0 = _pairs(_gen(41), 4, 8, 0, 1.5)
-    q1, p1 = _pairs(_gen(41), 3, 6, 4, 1.0)
-    q2, p2 = _pairs(_gen(40), 5, 16, 0, 1.0)
-    q3, p3 = _pairs(_gen(42), 4, 8, 6, 1.0)
-    q4, p4 = _pairs(_gen(42), 1, 8, 2, 2.0)
-    q5, p5 = _pairs(_gen(42), 4, 8, 2, 1.5)
     g = _gen(12)
-    q5, p5 = q5 * _lengths(g, 4, 1e2, 1e4), p5 * _lengths(g, 6, 1e2, 1e4)
-    q6, p6 = _pairs(_gen(43), 3, 8, 2, 1.0)
-    q7, p7 = _pairs(_gen(42), 3, 8, 2, 1.5)
-    q8 = _randn(g, 3, 8)
-    p8 = torch.cat([-0.5 * q8, _randn(g, 2, 8)])
+    long = [x * _lengths(g, len(x), 1e2, 1e4) for x in _pairs(_gen(42), 4, 8, 2, 1.5)]
+    away = _randn(g, 3, 8)
     return [
         ("for queries (4, 8) and passages (4, 8) (each query's positive, no extra negative), scale left at its "
-         "default", q0, p0, None),
-        ("for queries (3, 6) and passages (7, 6) (the 3 positives, then 4 extra negatives), scale=20.0", q1, p1, 20.0),
-        ("for queries (5, 16) and passages (5, 16), scale=1.0", q2, p2, 1.0),
+         "default", *_pairs(_gen(41), 4, 8, 0, 1.5), None),
+        ("for queries (3, 6) and passages (7, 6) (the 3 positives, then 4 extra negatives), scale=20.0",
+         *_pairs(_gen(41), 3, 6, 4, 1.0), 20.0),
+        ("for queries (5, 16) and passages (5, 16), scale=1.0", *_pairs(_gen(40), 5, 16, 0, 1.0), 1.0),
         ("for queries (4, 8) and passages (10, 8) (the 4 positives, then 6 extra negatives), scale=50.0",
-         q3, p3, 50.0),
+         *_pairs(_gen(42), 4, 8, 6, 1.0), 50.0),
         ("for a batch of one query, queries (1, 8) and passages (3, 8) (its positive, then 2 extra negatives), "
-         "scale=20.0", q4, p4, 20.0),
-        ("for long vectors (lengths from 100 to 10000), queries (4, 8) and passages (6, 8), scale=20.0", q5, p5, 20.0),
-        ("for tiny vectors (about 0.001), queries (3, 8) and passages (5, 8), scale=20.0", q6 * 1e-3, p6 * 1e-3, 20.0),
-        ("for float64 queries (3, 8) and passages (5, 8), scale=20.0", q7.double(), p7.double(), 20.0),
+         "scale=20.0", *_pairs(_gen(42), 1, 8, 2, 2.0), 20.0),
+        ("for long vectors (lengths from 100 to 10000), queries (4, 8) and passages (6, 8), scale=20.0", *long, 20.0),
+        ("for tiny vectors (about 0.001), queries (3, 8) and passages (5, 8), scale=20.0",
+         *[x * 1e-3 for x in _pairs(_gen(43), 3, 8, 2, 1.0)], 20.0),
+        ("for float64 queries (3, 8) and passages (5, 8), scale=20.0",
+         *[x.double() for x in _pairs(_gen(42), 3, 8, 2, 1.5)], 20.0),
         ("for positives that point away from their queries (cosine -1), queries (3, 8) and passages (5, 8), "
-         "scale=100.0 (a large loss, about 2 * scale)", q8, p8, 100.0),
+         "scale=100.0 (a large loss, about 2 * scale)", away, torch.cat([-0.5 * away, _randn(g, 2, 8)]), 100.0),
     ]
 
 
@@ -157,37 +157,38 @@ def _cases():
 # Calling the learner's function
 
 
-def _call(name, label, fn, q, p, scale):
-    """The learner's call (scale as a keyword, or left out); errors of the labels or the scores' layout get
-    their own hint."""
-    try:
-        return _invoke(name, label, fn, q, p, **({} if scale is None else {"scale": scale}))
-    except ExerciseError as exc:
-        cause = exc.__cause__
-        if cause is None:  # the checker's own verdict (time limit, the reference used): it stands
-            raise
-        text, (b, n) = str(cause), (q.shape[0], p.shape[0])
-        hint = ""
-        sizes = re.search(r"Expected input batch_size \((\d+)\) to match target batch_size \((\d+)\)", text)
-        if sizes and (int(sizes.group(1)), int(sizes.group(2))) == (b, n):
-            hint = ("your scores have B rows but your labels P entries: there is one label per query, "
-                    "torch.arange(B) with B = queries.shape[0], not one per passage (the extra negatives, rows "
-                    "B.. of passages, are nobody's positive).")
-        elif sizes and (int(sizes.group(1)), int(sizes.group(2))) == (n, b):
-            hint = ("your scores have one row per passage, (P, B): the cross-entropy runs over the rows, so each "
-                    "query needs its own row, scores = queries @ passages.T, (B, P).")
-        elif re.search(r"Target -?\d+ is out of bounds", text):
-            hint = ("a label is a column of the scores: with scores = queries @ passages.T, (B, P), query i's "
-                    "label is column i, torch.arange(B), one label per query.")
-        elif "required positional argument: 'scale'" in text:
-            hint = ("scale needs its default: def contrastive_loss(queries, passages, scale=20.0). Training calls "
-                    "the loss with the queries and the passages alone, loss_fn(queries, passages).")
-        elif "target dtype" in text or "class probabilities" in text:
-            hint = ("the labels are class indices, integers: torch.arange(B) as it is (long), without "
-                    "dtype=queries.dtype or .float().")
-        if not hint:
-            raise
-        raise ExerciseError(str(exc).split("\nHint:")[0] + f"\nHint: {hint}") from cause
+def _rehint(exc, q, p):
+    """An error of the labels or of the scores' layout with its own hint (``exc`` as it is otherwise)."""
+    cause = exc.__cause__
+    if cause is None:  # the checker's own verdict (time limit, the reference used): it stands
+        return exc
+    text, (b, n) = str(cause), (q.shape[0], p.shape[0])
+    hint = ""
+    sizes = re.search(r"Expected input batch_size \((\d+)\) to match target batch_size \((\d+)\)", text)
+    if sizes and (int(sizes.group(1)), int(sizes.group(2))) == (b, n):
+        hint = ("your scores have B rows but your labels P entries: there is one label per query, "
+                "torch.arange(B) with B = queries.shape[0], not one per passage (the extra negatives, rows "
+                "B.. of passages, are nobody's positive).")
+    elif sizes and (int(sizes.group(1)), int(sizes.group(2))) == (n, b):
+        hint = ("your scores have one row per passage, (P, B): the cross-entropy runs over the rows, so each "
+                "query needs its own row, scores = queries @ passages.T, (B, P).")
+    elif re.search(r"Target -?\d+ is out of bounds", text):
+        hint = ("a label is a column of the scores: with scores = queries @ passages.T, (B, P), query i's "
+                "label is column i, torch.arange(B), one label per query.")
+    elif "required positional argument: 'scale'" in text:
+        hint = ("scale needs its default: def contrastive_loss(queries, passages, scale=20.0). Training calls "
+                "the loss with the queries and the passages alone, loss_fn(queries, passages).")
+    elif "target dtype" in text or "class probabilities" in text:
+        hint = ("the labels are class indices, integers: torch.arange(B) as it is (long), without "
+                "dtype=queries.dtype or .float().")
+    return ExerciseError(str(exc).split("\nHint:")[0] + f"\nHint: {hint}") if hint else exc
+
+
+def _call(name, label, fn, queries, passages, scale):
+    """The learner's call (scale as a keyword, or left out), the inputs left unchanged."""
+    given = fn if scale is None else functools.partial(fn, scale=scale)
+    return _call_inputs(name, given, label, {"queries": queries, "passages": passages}, None,
+                        lambda exc: _rehint(exc, queries, passages))
 
 
 def _as_loss(name, label, got, q, want):
@@ -218,12 +219,14 @@ def _as_loss(name, label, got, q, want):
     return got
 
 
-def _not_finite(name, fn, label, q, p, scale, got, want) -> str:
+# ----------------------------------------------------------------------------------------------
+# The check
+
+
+def _not_finite(name, ask, label, q, p, got, want) -> str:
     """The verdict on a NaN or infinite loss where the right one is finite."""
     kind = "NaN" if torch.isnan(got).any() else "infinite"
-    ask = _asker(name, fn, label)
-    gentle = ask(q, p, 1.0, "with scale=1.0")
-    if gentle is not None:
+    if ask(q, p, 1.0, "with scale=1.0") is not None:
         what = "NaN" if kind == "NaN" else "an infinite loss"
         return (f"Your {name} returns {what} {label}, where the right loss is finite ({float(want):.6g}), but "
                 "a finite one with scale=1.0: scores far apart (or large) make exp underflow to 0 (or overflow "
@@ -239,27 +242,24 @@ def _not_finite(name, fn, label, q, p, scale, got, want) -> str:
             f"0 / 0 (a length of 0 divided by itself) or inf - inf (a whole row of -inf scores). {_HINT}")
 
 
-# ----------------------------------------------------------------------------------------------
-# The check
-
-
 def _verdict(name, fn, label, q, p, scale, got, want) -> str:
-    """The learner-facing message for a loss that differs from the right one."""
-    used = _DEFAULT_SCALE if scale is None else scale
+    """The learner-facing message for a loss that differs from the right one (``scale``: None when left out)."""
+    ask = _asker(name, fn, label)
     if scale is None:
-        explicit = _asker(name, fn, label)(q, p, _DEFAULT_SCALE, "with scale=20.0 passed")
+        explicit = ask(q, p, _DEFAULT_SCALE, "with scale=20.0 passed")
         if explicit is not None and _same(explicit, float(want)):
             return (f"Your {name} is not right yet {label}: called without scale, your loss is {float(got):.6g}, "
                     f"but with scale=20.0 passed it is the right {float(want):.6g}: the default scale must be 20.0, "
                     "as in sentence-transformers' MultipleNegativesRankingLoss.\nHint: def contrastive_loss(queries, "
                     "passages, scale=20.0).")
     if not torch.isfinite(got).all():
-        return _not_finite(name, fn, label, q, p, used, got, want)
+        return _not_finite(name, ask, label, q, p, got, want)
+    used = _DEFAULT_SCALE if scale is None else scale
     measured = f"your loss is {float(got):.6g}, the right one {float(want):.6g}"
     mistake = _first_match({"out": got}, _MISTAKES, q, p, used)
     if mistake:
         return f"Your {name} is not right yet {label} ({measured}): {mistake}"
-    found = _probe(name, fn, label, q, p, used, float(got), float(want))
+    found = _probe(ask, q, p, used, float(got), float(want))
     if found:
         return f"Your {name} is not right yet {label}: {found}\nHint: {_HINT}"
     return (f"Your {name} is not the in-batch cross-entropy {label}: {measured}, and no usual slip explains the "
@@ -272,18 +272,13 @@ def check_contrastive_loss(fn):
     name = exercise("contrastive_loss").name
     cases = _cases()
     for label, q, p, scale in cases:
-        inputs = {"queries": q, "passages": p}
-        before = _snapshot(inputs)
         got = _call(name, label, fn, q, p, scale)
-        _check_unchanged(name, before, inputs)
         want = _loss(q, p, _DEFAULT_SCALE if scale is None else scale)["out"]
         got = _as_loss(name, label, got, q, want)
         if not _close(got, want):
             raise ExerciseError(_verdict(name, fn, label, q, p, scale, got, want))
     for label, q, p, scale in (cases[3], cases[0]):
         used = _DEFAULT_SCALE if scale is None else scale
-        _check_gradients(name, label,
-                         lambda queries, passages, label=label, scale=scale: _call(name, label, fn, queries,
-                                                                                   passages, scale),
+        _check_gradients(name, label, functools.partial(_call, name, label, fn, scale=scale),
                          lambda queries, passages, used=used: _loss(queries, passages, used)["out"],
                          {"queries": q, "passages": p})

@@ -130,67 +130,51 @@ _SLIPS = {
 }
 
 
-def _explain(got: list[int], want: list[int], configs) -> str:
-    """The slip (or pair of slips) whose changes explain every difference, if there is one."""
-    deltas = {key: [fn(c) for c in configs] for key, (_, fn) in _SLIPS.items()}
-    diff = [g - w for g, w in zip(got, want)]
-    for key, delta in deltas.items():
+def _explain(diff: list[int], configs) -> str:
+    """The slip (or pair of slips) whose changes explain every difference (``diff``), if there is one."""
+    deltas = {text: [fn(c) for c in configs] for text, fn in _SLIPS.values()}
+    for text, delta in deltas.items():
         if delta == diff:
-            return _SLIPS[key][0] + "."
-    live = [key for key, delta in deltas.items() if any(delta)]
+            return text + "."
+    live = [text for text, delta in deltas.items() if any(delta)]
     for a, b in itertools.combinations(live, 2):
         if [x + y for x, y in zip(deltas[a], deltas[b])] == diff:
-            return f"two slips: {_SLIPS[a][0]}; and {_SLIPS[b][0]}."
+            return f"two slips: {a}; and {b}."
     return ""
 
 
-def _explain_one(got: int, want: int, config) -> str:
-    """Slips that explain the difference on this one configuration (when none explains them all)."""
-    found = [text for text, fn in _SLIPS.values() if fn(config) == got - want and got != want]
-    return found[0] if found else ""
-
-
 def _variations(c):
-    """(what changes, the config with that one change) for the probe, each a valid config."""
+    """(what changes, the config with that one change, how much the field changes, the unit a difference is given
+    per: "per layer") for the probe, each a valid config."""
     swap = dataclasses.replace
-    out = [("one more layer", swap(c, n_layers=c.n_layers + 1)),
-           ("a vocabulary 1,000 tokens larger", swap(c, vocab_size=c.vocab_size + 1000)),
-           ("d_ff 64 larger", swap(c, d_ff=c.d_ff + 64)),
-           ("max_len 64 longer", swap(c, max_len=c.max_len + 64)),
-           ("no token types" if c.type_vocab_size else "two token types",
-            swap(c, type_vocab_size=0 if c.type_vocab_size else 2)),
-           ("pre-LN instead of post-LN" if not c.norm_first else "post-LN instead of pre-LN",
-            swap(c, norm_first=not c.norm_first)),
-           ("no embedding LayerNorm" if c.embedding_norm else "an embedding LayerNorm",
-            swap(c, embedding_norm=not c.embedding_norm)),
-           ("sinusoidal positions instead of learned" if c.positions == "learned" else
-            "learned positions instead of sinusoidal",
-            swap(c, positions="sinusoidal" if c.positions == "learned" else "learned")),
-           ("SwiGLU instead of " + {"gelu": "GELU", "relu": "ReLU"}.get(c.activation, c.activation)
-            if c.activation != "swiglu" else "GELU instead of SwiGLU",
-            swap(c, activation="gelu" if c.activation == "swiglu" else "swiglu"))]
-    return out
-
-
-#: How much each probe changes its field, and the unit a difference is given per ("per layer").
-_STEPS = {"one more layer": (1, "layer"), "a vocabulary 1,000 tokens larger": (1000, "vocabulary entry"),
-          "d_ff 64 larger": (64, "unit of d_ff"), "max_len 64 longer": (64, "position")}
+    return [("one more layer", swap(c, n_layers=c.n_layers + 1), 1, "layer"),
+            ("a vocabulary 1,000 tokens larger", swap(c, vocab_size=c.vocab_size + 1000), 1000, "vocabulary entry"),
+            ("d_ff 64 larger", swap(c, d_ff=c.d_ff + 64), 64, "unit of d_ff"),
+            ("max_len 64 longer", swap(c, max_len=c.max_len + 64), 64, "position"),
+            ("no token types" if c.type_vocab_size else "two token types",
+             swap(c, type_vocab_size=0 if c.type_vocab_size else 2), 1, ""),
+            ("pre-LN instead of post-LN" if not c.norm_first else "post-LN instead of pre-LN",
+             swap(c, norm_first=not c.norm_first), 1, ""),
+            ("no embedding LayerNorm" if c.embedding_norm else "an embedding LayerNorm",
+             swap(c, embedding_norm=not c.embedding_norm), 1, ""),
+            ("sinusoidal positions instead of learned" if c.positions == "learned" else
+             "learned positions instead of sinusoidal",
+             swap(c, positions="sinusoidal" if c.positions == "learned" else "learned"), 1, ""),
+            ("SwiGLU instead of " + {"gelu": "GELU", "relu": "ReLU"}.get(c.activation, c.activation)
+             if c.activation != "swiglu" else "GELU instead of SwiGLU",
+             swap(c, activation="gelu" if c.activation == "swiglu" else "swiglu"), 1, "")]
 
 
 def _in_units(amount: int, c) -> str:
     """``amount`` written with the config's sizes ("1,536 = 2 x d_model"), when a short formula fits."""
     d, f = c.d_model, c.d_ff
     terms = {"d_model x d_model": d * d, "d_model x d_ff": d * f, "d_model": d, "d_ff": f}
-    best = None
-    for coefs in itertools.product(range(-3, 4), range(-3, 4), range(-4, 5), range(-3, 4)):
-        if sum(k * v for k, v in zip(coefs, terms.values())) != amount or not any(coefs):
-            continue
-        size = sum(1 for k in coefs if k) * 10 + sum(abs(k) for k in coefs)
-        if best is None or size < best[0]:
-            best = (size, coefs)
-    if best is None:
+    fits = [coefs for coefs in itertools.product(range(-3, 4), range(-3, 4), range(-4, 5), range(-3, 4))
+            if any(coefs) and sum(k * v for k, v in zip(coefs, terms.values())) == amount]
+    if not fits:
         return f"{amount:,}"
-    formula = " + ".join(("" if k == 1 else f"{k} x ") + name for k, name in zip(best[1], terms) if k)
+    best = min(fits, key=lambda coefs: sum(1 for k in coefs if k) * 10 + sum(abs(k) for k in coefs))  # the shortest
+    formula = " + ".join(("" if k == 1 else f"{k} x ") + name for k, name in zip(best, terms) if k)
     return f"{amount:,} = {formula.replace('+ -', '- ')}"
 
 
@@ -207,7 +191,7 @@ def _probe(name: str, fn, config) -> str:
     if base is None:
         return ""
     responses = []
-    for what, varied in _variations(config):
+    for what, varied, step, unit in _variations(config):
         try:
             mine = count(varied, what)
             want = analytic_parameter_counts(varied)["total"] - right
@@ -218,7 +202,6 @@ def _probe(name: str, fn, config) -> str:
         responses.append(what)
         if mine - base != want:
             off = (mine - base) - want
-            step, unit = _STEPS.get(what, (1, ""))
             sign = "short" if off < 0 else "too many"
             size = (f"{_in_units(abs(off) // step, config)} {sign} per {unit}" if unit and off % step == 0
                     else f"{_in_units(abs(off), config)} {sign}")
@@ -251,18 +234,16 @@ def _check_number(name: str, value, label: str, want: int) -> int:
         raise ExerciseError(f"Your {name} returned {value!r} {label}; it should return the number of "
                             f"parameters, an int.{forgot}")
     if isinstance(value, torch.Tensor):
-        right = value.numel() == 1 and float(value) == want
         raise ExerciseError(
             f"Your {name} returned a tensor {label}"
-            + (" (with the right number in it)" if right else "")
+            + (" (with the right number in it)" if value.numel() == 1 and float(value) == want else "")
             + "; it should return a Python int.\nHint: count with plain Python ints from the config's fields "
               "(no torch.tensor), or convert at the end with int(...)."
         )
     if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
-        whole = float(value).is_integer()
         raise ExerciseError(
             f"Your {name} returned the float {value!r} {label}; it should return an int"
-            + (" (the number itself is right)." if whole and float(value) == want else ".")
+            + (" (the number itself is right)." if float(value) == want else ".")
             + "\nHint: a count has no fractions: use // where you divide (d_head = d_model // n_heads), or "
               "int(...), and no float factors such as 4.0."
         )
@@ -289,16 +270,17 @@ def check_parameter_count(fn):
         right = analytic_parameter_counts(config)["total"]  # = count_parameters(Encoder(config))["total"]
         got.append(_check_number(name, value, label, right))
         want.append(right)
-    if got == want:
+    diff = [g - w for g, w in zip(got, want)]
+    if not any(diff):
         return
-    first = next(i for i, (g, w) in enumerate(zip(got, want)) if g != w)
+    first = next(i for i, d in enumerate(diff) if d)
     label, config = configs[first]
     head = (f"Your {name} gives {got[first]:,} {label}, but Encoder(config) has {want[first]:,} parameters "
-            f"({got[first] - want[first]:+,})")
-    slip = _explain(got, want, [c for _, c in configs])
+            f"({diff[first]:+,})")
+    slip = _explain(diff, [c for _, c in configs])
     if slip:
         raise ExerciseError(f"{head}: {slip}")
-    slip = _explain_one(got[first], want[first], config)
+    slip = next((text for text, delta in _SLIPS.values() if delta(config) == diff[first]), "")  # on this one config
     if slip:
         raise ExerciseError(f"{head}; here the difference is exactly what this slip makes: {slip}")
     probe = _probe(name, fn, config)

@@ -45,37 +45,33 @@ def _table(r, cfg) -> torch.Tensor:
 
 def _embed(ids, types, r, cfg, kind="right", factor=None):
     """The embeddings and their usual slips, from the reference's tables ``r`` (eval mode)."""
-    length = ids.shape[1]
-    table = _table(r, cfg)
+    if kind == "no_types" and types is None:  # (told apart where token types are given)
+        return {"out": torch.full((1,), float("nan"))}
+    length, table = ids.shape[1], _table(r, cfg)
     tok = r.token.weight.detach()[ids]  # (B, L, d)
     type_ids = torch.zeros_like(ids) if types is None else types
     typ = r.token_type.weight.detach()[type_ids] if r.token_type is not None else 0.0
-    pos = {"no_positions": lambda: 0.0, "position_zero": lambda: table[:1],
-           "positions_from_one": lambda: table[1:length + 1], "positions_reversed": lambda: table[:length].flip(0),
-           "positions_by_token": lambda: table[ids]}.get(kind, lambda: table[:length])()
-    scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0
-    if factor is not None:
-        scale = factor
-    if kind == "no_types" and types is None:  # (told apart where token types are given)
-        return {"out": torch.full((1,), float("nan"))}
     if kind == "no_types" or (kind == "types_only_given" and types is None):
         typ = 0.0
     elif kind == "types_from_token_table":
         typ = r.token.weight.detach()[type_ids]
+    pos = {"no_positions": lambda: 0.0, "position_zero": lambda: table[:1],
+           "positions_from_one": lambda: table[1:length + 1], "positions_reversed": lambda: table[:length].flip(0),
+           "positions_by_token": lambda: table[ids]}.get(kind, lambda: table[:length])()
+    if factor is None:
+        factor = math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0
     if kind == "scale_all":
-        x = (tok + pos + typ) * math.sqrt(cfg.d_model)
-    elif kind == "norm_before_positions":
-        x = r.norm(tok * scale) + pos + typ
-    elif kind == "norm_before_types":
-        x = r.norm(tok * scale + pos) + typ
-    else:
-        x = tok * scale + pos + typ
-        if r.norm is not None and kind not in ("norm_before_positions", "norm_before_types", "no_norm"):
-            x = r.norm(x)
-    return {"out": x}
+        return {"out": (tok + pos + typ) * math.sqrt(cfg.d_model)}
+    if kind == "norm_before_positions":
+        return {"out": r.norm(tok * factor) + pos + typ}
+    if kind == "norm_before_types":
+        return {"out": r.norm(tok * factor + pos) + typ}
+    x = tok * factor + pos + typ
+    return {"out": r.norm(x) if r.norm is not None and kind != "no_norm" else x}
 
 
 def _mistakes(cfg, mode: str):
+    """The listed slips of this config (a kind of ``_embed``, or the variant itself), in the order they are tried."""
     s, d = math.sqrt(cfg.d_model), cfg.d_model
     listed = [
         ("the position vectors are not added: add the first L rows of the position table, x + "
@@ -90,9 +86,8 @@ def _mistakes(cfg, mode: str):
         ("the position vectors are looked up by token id, self.position(token_ids): a token's position is where "
          "it stands, 0 to L - 1, so take the first L rows, self.position.weight[:L].", "positions_by_token"),
     ]
-    scaled = []
     if cfg.scale_embeddings:
-        scaled = [
+        listed += [
             (f"the token vectors are not multiplied by sqrt(d_model) = {s:g}: this config has "
              "scale_embeddings=True (the 2017 paper, section 3.4), so x = self.token(token_ids) * "
              "math.sqrt(d_model), before anything is added.", functools.partial(_embed, factor=1.0)),
@@ -101,17 +96,14 @@ def _mistakes(cfg, mode: str):
             ("the token vectors are divided by sqrt(d_model); the 2017 paper multiplies them: "
              "self.token(token_ids) * math.sqrt(d_model).", functools.partial(_embed, factor=1.0 / s)),
             ("the positions (and token types) are multiplied by sqrt(d_model) too: only the token vectors are "
-             "scaled, before anything is added to them.", functools.partial(_embed, kind="scale_all")),
+             "scaled, before anything is added to them.", "scale_all"),
         ]
     else:
-        scaled = [
-            (f"the token vectors are multiplied by sqrt(d_model) = {s:g}, but this config has "
-             "scale_embeddings=False: scale only when self.config.scale_embeddings is True.",
-             functools.partial(_embed, factor=s)),
-        ]
-    typed = []
+        listed.append((f"the token vectors are multiplied by sqrt(d_model) = {s:g}, but this config has "
+                       "scale_embeddings=False: scale only when self.config.scale_embeddings is True.",
+                       functools.partial(_embed, factor=s)))
     if cfg.type_vocab_size:
-        typed = [
+        listed += [
             ("the token-type vectors are not added: add self.token_type(token_type_ids) to every token (type 0's "
              "vector when no token_type_ids are given).", "no_types"),
             ("when no token_type_ids are given, no token-type vector is added. Every token is then in segment 0, "
@@ -119,9 +111,8 @@ def _mistakes(cfg, mode: str):
             ("the token types are looked up in the token table, self.token(token_type_ids); they have a table of "
              "their own, self.token_type(token_type_ids).", "types_from_token_table"),
         ]
-    normed = []
     if cfg.embedding_norm:
-        normed = [
+        listed += [
             ("the LayerNorm is missing: this config has embedding_norm=True, so normalise the sum, "
              "x = self.norm(x), before the dropout.", "no_norm"),
             ("the LayerNorm is applied to the token vectors before the positions (and token types) are added: "
@@ -129,14 +120,12 @@ def _mistakes(cfg, mode: str):
             ("the LayerNorm is applied before the token-type vectors are added: add the token types too, then "
              "normalise the sum.", "norm_before_types"),
         ]
-    out = [(m, functools.partial(_embed, kind=k) if isinstance(k, str) else k)
-           for m, k in listed + scaled + typed + normed]
     if mode == "train":
-        out.append((
+        listed.append((
             "in train() mode with dropout=0.0 every value is dropped, as if p were 1: the dropout rate is the "
             "probability to drop, so build nn.Dropout(config.dropout) (or pass p itself to F.dropout), not 1 - p.",
             lambda ids, types, r, cfg: {"out": torch.zeros_like(_embed(ids, types, r, cfg)["out"])}))
-    return out
+    return [(m, functools.partial(_embed, kind=k) if isinstance(k, str) else k) for m, k in listed]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -176,63 +165,59 @@ def _hint(exc: ExerciseError, cfg, ids) -> ExerciseError:
 
 
 def _settings(cfg):
-    out = []
-    if cfg.positions == "learned":
-        out.append(({"position.weight": 0.0},
-                    "with the position table set to zero (in yours and in the reference) your output is right, so "
-                    "the mistake is in the positions: the first L rows of the table, row p for the token at "
-                    "position p, added to every sequence of the batch."))
-    if cfg.type_vocab_size:
-        out.append(({"token_type.weight": 0.0},
-                     "with the token-type table set to zero (in yours and in the reference) your output is right, so "
-                     "the mistake is in the token types: self.token_type(token_type_ids), type 0 for every token "
-                     "when none are given, added once."))
-    out.append(({"token.weight": 0.0},
-                "with the token table set to zero (in yours and in the reference) your output is right, so the "
-                "mistake is in the token vectors: self.token(token_ids), times math.sqrt(d_model) only when "
-                "config.scale_embeddings."))
-    return out
+    """One table at a time set to zero, in both modules: right then says where the mistake is."""
+    tables = [
+        ("position.weight", "position", "positions", cfg.positions == "learned",
+         "the first L rows of the table, row p for the token at position p, added to every sequence of the batch."),
+        ("token_type.weight", "token-type", "token types", cfg.type_vocab_size,
+         "self.token_type(token_type_ids), type 0 for every token when none are given, added once."),
+        ("token.weight", "token", "token vectors", True,
+         "self.token(token_ids), times math.sqrt(d_model) only when config.scale_embeddings."),
+    ]
+    return [({path: 0.0}, f"with the {table} table set to zero (in yours and in the reference) your output is right, "
+                          f"so the mistake is in the {what}: {fix}") for path, table, what, used, fix in tables if used]
+
+
+def _tokens_zero(pair, label, ids, tables=("token.weight",)):
+    """The learner's output on ``ids`` (no token types) with ``tables`` set to zero in their module alone."""
+    with pair.setting(dict.fromkeys(tables, 0.0), both=False), torch.no_grad():
+        return pair.call(f"{label}, with every token vector zero", ids)
+
+
+_ZEROED = "with every token vector zero (in yours and in the reference)"
 
 
 @probe
 def _position_probe(pair, cfg, label, ids) -> str:
     """With every token (and type) vector zero, the output is the positions alone: which row went where?"""
-    r = pair.ref
     tables = ["token.weight"] + (["token_type.weight"] if cfg.type_vocab_size else [])
     try:
-        with pair.setting(dict.fromkeys(tables, 0.0), both=False), torch.no_grad():
-            got = pair.call(f"{label}, with every token vector zero", ids).double()
+        got = _tokens_zero(pair, label, ids, tables).double()
     except ExerciseError:
         return ""
-    table = _table(r, cfg)
+    table, norm = _table(pair.ref, cfg), pair.ref.norm if pair.ref.norm is not None else (lambda t: t)
     with torch.no_grad():
-        rows = (r.norm(table) if r.norm is not None else table).double()  # what position j alone gives
-        zero = r.norm(torch.zeros_like(table[:1])).double() if r.norm is not None else torch.zeros(1, table.shape[1])
+        rows = norm(table).double()  # what position j alone gives
+        zero = norm(torch.zeros_like(table[:1])).double()
     length = ids.shape[1]
     if got.shape != (ids.shape[0], length, table.shape[1]) or _close(got[0], rows[:length], 2.0):
         return ""
     if not all(_close(got[b], got[0], 2.0) for b in range(1, got.shape[0])):
-        return ("with every token vector zero (in yours and in the reference) your outputs still differ from one "
-                "sequence to another, but the same positions must get the same vectors in every sequence, whatever "
-                "its token ids: the first L rows of the table, broadcast over the batch.")
+        return (f"{_ZEROED} your outputs still differ from one sequence to another, but the same positions must get "
+                "the same vectors in every sequence, whatever its token ids: the first L rows of the table, broadcast "
+                "over the batch.")
     if _close(got[0], zero.expand(length, -1), 2.0):
-        return ("with every token vector zero (in yours and in the reference) your Embeddings gives nothing (or the "
-                "LayerNorm of zeros), so no position vectors reach the output: add table[:L].")
-    found = []
-    for p in range(length):
-        match = [j for j in range(rows.shape[0]) if _close(got[0, p], rows[j], 2.0)]
-        if not match:
-            break
-        found.append(match[0])
-    if len(found) == length:
+        return (f"{_ZEROED} your Embeddings gives nothing (or the LayerNorm of zeros), so no position vectors reach "
+                "the output: add table[:L].")
+    found = [next((j for j in range(rows.shape[0]) if _close(got[0, p], rows[j], 2.0)), None) for p in range(length)]
+    if None not in found:
         shown = ", ".join(f"position {p} gets row {j}" for p, j in list(enumerate(found))[:4])
-        return (f"with every token vector zero (in yours and in the reference), your Embeddings adds the wrong rows "
-                f"of the position table: {shown} (the vector of row j where row p belongs). The token at "
-                "position p takes row p: table[:L].")
+        return (f"{_ZEROED}, your Embeddings adds the wrong rows of the position table: {shown} (the vector of row j "
+                "where row p belongs). The token at position p takes row p: table[:L].")
     worst = float((got[0] - rows[:length]).abs().max())
-    return (f"with every token vector zero (in yours and in the reference) your output at each position is not the "
-            f"row of the position table it should be, nor any other row (up to {worst:.4g} away): the position "
-            "vectors are changed before they are added. Add table[:L] as it is.")
+    return (f"{_ZEROED} your output at each position is not the row of the position table it should be, nor any "
+            f"other row (up to {worst:.4g} away): the position vectors are changed before they are added. Add "
+            "table[:L] as it is.")
 
 
 @probe
@@ -240,14 +225,11 @@ def _token_probe(pair, cfg, label, ids, types) -> str:
     """Without a LayerNorm the embeddings are linear in the token table: by what factor does yours scale it?"""
     if cfg.embedding_norm:
         return ""
-    r = pair.ref
     try:
-        got = pair.call(label, ids, types)
-        with pair.setting({"token.weight": 0.0}, both=False), torch.no_grad():
-            without = pair.call(f"{label}, with every token vector zero", ids)
+        got, without = pair.call(label, ids, types), _tokens_zero(pair, label, ids)
     except ExerciseError:
         return ""
-    tok = r.token.weight.detach()[ids].double()
+    tok = pair.ref.token.weight.detach()[ids].double()
     part = got.double() - without.double()
     if part.shape != tok.shape:
         return ""
@@ -292,19 +274,25 @@ def _pair(name, cls, cfg, seed) -> Pair:
 
 
 def _cases(cfg, g):
-    types = cfg.type_vocab_size
-    ids = torch.randint(0, cfg.vocab_size, (3, 7), generator=g)
-    long_ids = torch.randint(0, cfg.vocab_size, (1, cfg.max_len), generator=g)
-    short = torch.randint(0, cfg.vocab_size, (2, 3), generator=g)
+    n = cfg.type_vocab_size
+    ids, long_ids, short = (torch.randint(0, cfg.vocab_size, shape, generator=g)
+                            for shape in ((3, 7), (1, cfg.max_len), (2, 3)))
+
+    def typed(*shape):  # token types of this shape, when the config has them
+        return torch.randint(0, n, shape, generator=g) if n else None
+
     out = [("token_ids (3, 7), no token_type_ids", ids, None)]
-    if types:  # given first: then without them
-        out.insert(0, ("token_ids (3, 7) and token_type_ids (3, 7)", ids,
-                       torch.randint(0, types, (3, 7), generator=g)))
-    out.append((f"a batch of one as long as max_len, token_ids (1, {cfg.max_len})", long_ids,
-                torch.randint(0, types, (1, cfg.max_len), generator=g) if types else None))
-    out.append(("token_ids (2, 3)" + (" and token_type_ids (2, 3)" if types else ""), short,
-                torch.randint(0, types, (2, 3), generator=g) if types else None))
-    return out
+    if n:  # given first: then without them
+        out.insert(0, ("token_ids (3, 7) and token_type_ids (3, 7)", ids, typed(3, 7)))
+    return out + [(f"a batch of one as long as max_len, token_ids (1, {cfg.max_len})", long_ids, typed(1, cfg.max_len)),
+                  ("token_ids (2, 3)" + (" and token_type_ids (2, 3)" if n else ""), short, typed(2, 3))]
+
+
+_HINT = ("x = self.token(token_ids), times math.sqrt(d_model) if config.scale_embeddings; + the first L position "
+         "vectors; + self.token_type(token_type_ids) (zeros when none are given) if there are token types; "
+         "self.norm(x) if there is a norm; self.dropout(x) last.")
+_DROPOUT_HINT = ("\nHint: use self.dropout (an nn.Dropout, which switches off in eval()); F.dropout(x, p) needs "
+                 "training=self.training.")
 
 
 @_checker("embeddings")
@@ -312,9 +300,6 @@ def check_embeddings(cls):
     """Check an ``Embeddings(config)`` class: ``forward(token_ids, token_type_ids=None) -> (B, L, d_model)``."""
     name = exercise("embeddings").name
     g = _gen(8)
-    hint = ("x = self.token(token_ids), times math.sqrt(d_model) if config.scale_embeddings; + the first L "
-            "position vectors; + self.token_type(token_type_ids) (zeros when none are given) if there are token "
-            "types; self.norm(x) if there is a norm; self.dropout(x) last.")
     for index, (desc, cfg) in enumerate(_configs()):
         pair = _pair(name, cls, cfg, 60 + index)
         cases = _cases(cfg, g)
@@ -322,10 +307,9 @@ def check_embeddings(cls):
             for case, ids, types in cases:
                 label = f"{desc}, {case}, in {mode}() mode"
                 pair.check(
-                    label, (ids, types), _mistakes(cfg, mode), (ids, types, pair.ref, cfg), hint, factor=2.0,
+                    label, (ids, types), _mistakes(cfg, mode), (ids, types, pair.ref, cfg), _HINT, factor=2.0,
                     unrepeatable="dropout is active in eval mode, or something is kept from one call to the next."
-                                 "\nHint: use self.dropout (an nn.Dropout, which switches off in eval()); F.dropout(x, "
-                                 "p) needs training=self.training.",
+                                 f"{_DROPOUT_HINT}",
                     random_hint="this config has dropout=0.0, so nothing in your Embeddings may be random: build "
                                 "the dropout from the config, nn.Dropout(config.dropout), not from a fixed rate.",
                     probes=[functools.partial(_token_probe, pair, cfg, label, ids, types),
@@ -340,19 +324,14 @@ def check_embeddings(cls):
 
 def _check_dropout(name, cls, cfg, desc, ids, seed) -> None:
     """With dropout p, train() mode zeroes some values and scales the rest by 1 / (1 - p): dropout is the last step."""
-    cfg = cfg.replace(dropout=_P)
-    pair = _pair(name, cls, cfg, seed)
-    cand, ref = pair.cand, pair.ref
+    pair = _pair(name, cls, cfg.replace(dropout=_P), seed)
     label = f"{desc}, dropout={_P}, token_ids (3, 7)"
-    cand.eval()
+    pair.cand.eval()
     settled = pair.call(f"{label}, in eval() mode", ids)
-    if not _identical(pair.call(f"{label}, in eval() mode", ids), settled) or \
-            not _close(settled, ref(ids), 2.0):
-        raise ExerciseError(
-            f"Your {name} is right with dropout=0.0 but not with dropout={_P} {desc}, in eval() mode: dropout is "
-            "active in eval mode.\nHint: use self.dropout (an nn.Dropout, which switches off in eval()); "
-            "F.dropout(x, p) needs training=self.training.")
-    cand.train()
+    if not _identical(pair.call(f"{label}, in eval() mode", ids), settled) or not _close(settled, pair.want(ids), 2.0):
+        raise ExerciseError(f"Your {name} is right with dropout=0.0 but not with dropout={_P} {desc}, in eval() mode: "
+                            f"dropout is active in eval mode.{_DROPOUT_HINT}")
+    pair.cand.train()
     label = f"{label}, in train() mode"
     first, second = pair.call(label, ids), pair.call(label, ids)
     if _identical(first, second):

@@ -11,12 +11,13 @@ package's, and its layers must not share weights.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 
 import torch
 
 from ._compare import _close, _identical, probe
-from ._modules import Pair, _build, _contract_eps, _copy_params, _sub
+from ._modules import Pair, _copy_params, _sub
 from ._run import ExerciseError, _checker, _gen
 from .registry import exercise
 
@@ -103,10 +104,6 @@ _HINT = ("x = self.embeddings(token_ids, token_type_ids); a (B, L) mask becomes 
 
 
 # ----------------------------------------------------------------------------------------------
-# Calling the learner's module
-
-
-# ----------------------------------------------------------------------------------------------
 # Probes
 
 
@@ -120,93 +117,53 @@ def _depth_probe(pair, label, ids, mask, types) -> str:
         return ""
     m = _as_4d(mask)
     with torch.no_grad():
-        x = r.embeddings(ids, types)
-        after = [x]
-        for layer in r.layers:
-            after.append(layer(after[-1], m))
+        after = list(itertools.accumulate(r.layers, lambda h, layer: layer(h, m), initial=r.embeddings(ids, types)))
     n, final = len(r.layers), r.final_norm
-    for k, h in enumerate(after):
-        for normed in ((False, True) if final is not None else (False,)):
-            if (k, normed) == (n, final is not None):
-                continue
-            if _close(got, final(h) if normed else h, 3.0):
-                with_norm = ", then the final LayerNorm" if normed else (", without the final LayerNorm"
-                                                                        if final is not None else "")
-                return (f"your output is what the stack gives after {k} of its {n} layers{with_norm}: run every one "
-                        "of self.layers once, in order, each reading the previous one's output"
-                        + (", then self.final_norm once." if final is not None else "."))
+    for k, normed in itertools.product(range(n + 1), (False, True) if final is not None else (False,)):
+        if (k, normed) != (n, final is not None) and _close(got, final(after[k]) if normed else after[k], 3.0):
+            with_norm = ", then the final LayerNorm" if normed else (", without the final LayerNorm"
+                                                                    if final is not None else "")
+            return (f"your output is what the stack gives after {k} of its {n} layers{with_norm}: run every one "
+                    "of self.layers once, in order, each reading the previous one's output"
+                    + (", then self.final_norm once." if final is not None else "."))
     return ""
 
 
-def _right_with(pair, label, ids, mask, types, values: dict) -> bool:
-    """Is the learner's stack right once the parameters ``values`` ({path: number}) are set, in both modules?"""
-    try:
-        with pair.setting(values), torch.no_grad():
-            got, want = pair.call(label, ids, mask, types), pair.want(ids, mask, types)
-    except ExerciseError:
-        return False
-    return _close(got, want, 3.0)
-
-
-@probe
-def _attention_off_probe(pair, label, ids, mask, types) -> str:
+def _attention_off(n_layers: int):
     """With every layer's attention giving zeros, the mask no longer matters: right then means the mask is wrong."""
-    off = {f"layers.{i}.attn.w_o.{p}": 0.0 for i in range(len(pair.ref.layers)) for p in ("weight", "bias")}
-    if not _right_with(pair, f"{label}, with every layer's attention giving zeros", ids, mask, types, off):
-        return ""
-    return ("with the attention of every layer giving zeros (w_o zero, in yours and in the reference) your Encoder "
-            "is right, so the mistake is in what reaches the attention: the mask. Pass the mask you are given, and "
-            "only that (None when there is none): a (B, L) padding mask becomes (B, 1, 1, L); a mask with 4 "
-            "dimensions goes to every layer as given; True means a real token.")
+    off = {f"layers.{i}.attn.w_o.{p}": 0.0 for i in range(n_layers) for p in ("weight", "bias")}
+    return [(off, "with the attention of every layer giving zeros (w_o zero, in yours and in the reference) your "
+                  "Encoder is right, so the mistake is in what reaches the attention: the mask. Pass the mask you are "
+                  "given, and only that (None when there is none): a (B, L) padding mask becomes (B, 1, 1, L); a mask "
+                  "with 4 dimensions goes to every layer as given; True means a real token.")]
+
+
+# With the final LayerNorm's gain 1 and bias 0, applying it once or twice is alike: right then names it.
+_FINAL_NORM_PLAIN = [({"final_norm.weight": 1.0, "final_norm.bias": 0.0},
+                      "with the final LayerNorm's gain 1 and bias 0 (in yours and in the reference) your Encoder is "
+                      "right, so the mistake is in the final LayerNorm: apply it once, after the last layer, "
+                      "x = self.final_norm(x).")]
 
 
 @probe
 def _one_layer_probe(pair, cls, cfg, label, ids, mask, types) -> str:
     """Built with one layer, is the learner's stack right? Then the layers are not chained as they should be."""
-    from ..encoder import Encoder as Reference
-
-    one = cfg.replace(n_layers=1)
     try:
-        name = pair.name
-        single = _build(name, cls, one)
-        ref = Reference(one.replace(implementation="eager")).eval()
-        paths = [path for path, _ in ref.named_parameters()]
-        _copy_params(name, pair.cand, single, paths)
-        _copy_params(name, single, ref, paths)
-        for path in _norms(ref):
-            eps = _contract_eps(name, single, path)
-            if eps is not None:
-                _sub(name, ref, path).eps = eps
-        single.eval()
-        got = pair.call(f"{label}, built with n_layers=1", ids, mask, types, module=single)
+        single = _pair(pair.name, cls, cfg.replace(n_layers=1), seed=0)  # its weights: the learner's stack's
+        for source, target in ((pair.cand, single.cand), (single.cand, single.ref)):
+            _copy_params(pair.name, source, target, single.paths)
+        single.cand.eval()
+        got = single.call(f"{label}, built with n_layers=1", ids, mask, types)
     except ExerciseError:
         return ""
-    if not _close(got, ref(ids, mask, types), 3.0):
+    if not _close(got, single.want(ids, mask, types), 3.0):
         return ""
     return (f"built with n_layers=1 your Encoder is right, with {cfg.n_layers} it is not, so the mistake is in how "
             "the layers are chained: each layer reads the previous one's output, every layer once, in order.")
 
 
-@probe
-def _final_norm_probe(pair, label, ids, mask, types) -> str:
-    """With the final LayerNorm's gain 1 and bias 0, applying it once or twice is alike: right then names it."""
-    if pair.ref.final_norm is None:
-        return ""
-    plain = {"final_norm.weight": 1.0, "final_norm.bias": 0.0}
-    if not _right_with(pair, f"{label}, with the final LayerNorm's gain 1 and bias 0", ids, mask, types,
-                       plain):
-        return ""
-    return ("with the final LayerNorm's gain 1 and bias 0 (in yours and in the reference) your Encoder is right, so "
-            "the mistake is in the final LayerNorm: apply it once, after the last layer, x = self.final_norm(x).")
-
-
 # ----------------------------------------------------------------------------------------------
 # The check
-
-
-def _norms(ref) -> list[str]:
-    """Where the reference has LayerNorms (each takes over the learner's eps, which their LayerNorm may keep)."""
-    return [path for path, module in ref.named_modules() if type(module).__name__ == "LayerNorm"]
 
 
 def _pair(name, cls, cfg, seed) -> Pair:
@@ -214,8 +171,14 @@ def _pair(name, cls, cfg, seed) -> Pair:
     from ..encoder import Encoder as Reference
 
     ref = Reference(cfg.replace(implementation="eager"))
-    return Pair(name, cls, (cfg,), ref, seed=seed, norms=_norms(ref), inputs=("token_ids", "mask", "token_type_ids"),
+    # each LayerNorm of the reference takes over the learner's eps, which their LayerNorm may keep
+    norms = [path for path, module in ref.named_modules() if type(module).__name__ == "LayerNorm"]
+    return Pair(name, cls, (cfg,), ref, seed=seed, norms=norms, inputs=("token_ids", "mask", "token_type_ids"),
                 what="the encoded tokens (B, L, d_model)", before=functools.partial(_layout, name, cfg))
+
+
+_NEW_BLOCKS = ("\nHint: build a new block for each layer, nn.ModuleList(EncoderBlock(...) for _ in "
+               "range(config.n_layers)), as the exercise's __init__ does.")
 
 
 def _layout(name, cfg, cand, ref) -> None:
@@ -226,9 +189,7 @@ def _layout(name, cfg, cand, ref) -> None:
         raise ExerciseError(
             f"Your {name}'s self.layers holds {len(layers)} distinct block{'s' if len(layers) != 1 else ''}, but "
             f"config.n_layers={cfg.n_layers}: an encoder has {cfg.n_layers} layers, each a block of its own with its "
-            f"own weights (one block object listed {cfg.n_layers} times shares its weights).\nHint: build a new "
-            "block for each layer, nn.ModuleList(EncoderBlock(...) for _ in range(config.n_layers)), as the "
-            "exercise's __init__ does.")
+            f"own weights (one block object listed {cfg.n_layers} times shares its weights).{_NEW_BLOCKS}")
     missing = sorted(set(ref.state_dict()) - set(cand.state_dict()))
     if missing:
         shown = ", ".join(f"`{k}`" for k in missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
@@ -240,8 +201,7 @@ def _layout(name, cfg, cand, ref) -> None:
     if len({p.data_ptr() for p in layer_params}) < len(layer_params):
         raise ExerciseError(
             f"Your {name}'s layers share their weights: an encoder has {cfg.n_layers} layers with their own "
-            "weights.\nHint: build a new block for each layer, nn.ModuleList(EncoderBlock(...) for _ in "
-            "range(config.n_layers)), as the exercise's __init__ does.")
+            f"weights.{_NEW_BLOCKS}")
 
 
 def _cases(cfg, g):
@@ -283,9 +243,10 @@ def check_encoder_stack(cls):
                                  "layers have theirs); do not store results on self inside forward.",
                     random_hint="this stack was built with dropout=0.0, so nothing in it may be random.",
                     probes=[functools.partial(_depth_probe, pair, label, ids, mask, types),
-                            functools.partial(_attention_off_probe, pair, label, ids, mask, types),
+                            pair.settings_probe(label, (ids, mask, types), _attention_off(cfg.n_layers), 3.0),
                             functools.partial(_one_layer_probe, pair, cls, cfg, label, ids, mask, types),
-                            functools.partial(_final_norm_probe, pair, label, ids, mask, types)],
+                            pair.settings_probe(label, (ids, mask, types),
+                                                _FINAL_NORM_PLAIN if pair.ref.final_norm is not None else [], 3.0)],
                     axes=("sequence", "position", "feature"))
         case, ids, mask, types = cases[1]
         pair.gradients(f"{desc}, {case}, in eval() mode", ids, mask, types)

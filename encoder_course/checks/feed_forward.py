@@ -7,69 +7,61 @@ import functools
 import torch
 import torch.nn.functional as F
 
-from ._compare import _close
+from ._compare import _close, slips
 from ._modules import Pair, _build, _sub
 from ._run import ExerciseError, _checker, _gen, _randn
 from .registry import exercise
 
+_ACTS = {
+    "gelu": F.gelu, "relu": F.relu, "none": lambda t: t, "tanh": lambda t: F.gelu(t, approximate="tanh"),
+    "sigmoid": lambda t: t * torch.sigmoid(1.702 * t), "silu": F.silu,
+    "erf_no_sqrt2": lambda t: 0.5 * t * (1 + torch.erf(t / 2)),
+}
+_NAMES = {"gelu": "GELU", "relu": "ReLU"}
 
-def _ffn(x, p, *, act="gelu", act_out=False, residual=False, bias=True, act_in=False, gate=False, tied=False):
-    x64 = x.double()
-    acts_in = {"gelu": F.gelu, "relu": F.relu}
-    h = F.linear(acts_in[act](x64) if act_in else x64, p["w1.weight"].double(),
-                 p["w1.bias"].double() if bias else None)
-    linear_h = h
-    acts = {
-        "gelu": F.gelu, "relu": F.relu, "none": lambda t: t, "tanh": lambda t: F.gelu(t, approximate="tanh"),
-        "sigmoid": lambda t: t * torch.sigmoid(1.702 * t), "silu": F.silu,
-        "erf_no_sqrt2": lambda t: 0.5 * t * (1 + torch.erf(t / 2)),
-    }
-    h = h if act_in else acts[act](h)
+
+def _ffn(x, p, *, act, act_out=False, residual=False, bias=True, act_in=False, gate=False, tied=False):
+    x64, p = x.double(), {path: value.double() for path, value in p.items()}
+    linear_h = F.linear(_ACTS[act](x64) if act_in else x64, p["w1.weight"], p["w1.bias"] if bias else None)
+    h = linear_h if act_in else _ACTS[act](linear_h)
     if gate:  # a gated unit that reuses w1 for its gate
         h = h * linear_h
-    w2 = p["w1.weight"].double().T if tied else p["w2.weight"].double()
-    y = F.linear(h, w2, p["w2.bias"].double() if bias else None)
-    if act_out:
-        y = acts[act](y)
-    if residual:
-        y = y + x64
-    return {"out": y.to(x.dtype)}
+    y = F.linear(h, p["w1.weight"].T if tied else p["w2.weight"], p["w2.bias"] if bias else None)
+    y = _ACTS[act](y) if act_out else y
+    return {"out": (y + x64 if residual else y).to(x.dtype)}
+
+
+_slip = slips(_ffn)
 
 
 def _ffn_mistakes(expected: str):
     other = "relu" if expected == "gelu" else "gelu"
     mistakes = [
-        (f"it uses {'ReLU' if other == 'relu' else 'GELU'} where this feed-forward network should use "
-         f"{expected.upper() if expected == 'gelu' else 'ReLU'}"
-         + (" (the default activation is the exact GELU: F.gelu(h))." if expected == "gelu"
-            else " (activation='relu' was asked: F.relu(h); read self.activation)."),
-         lambda x, p: _ffn(x, p, act=other)),
-        ("there is no non-linearity between w1 and w2: apply the activation to w1(x) before w2.",
-         lambda x, p: _ffn(x, p, act="none")),
+        (f"it uses {_NAMES[other]} where this feed-forward network should use {_NAMES[expected]}"
+         + {"gelu": " (the default activation is the exact GELU: F.gelu(h)).",
+            "relu": " (activation='relu' was asked: F.relu(h); read self.activation)."}[expected], _slip(act=other)),
+        ("there is no non-linearity between w1 and w2: apply the activation to w1(x) before w2.", _slip(act="none")),
         ("the activation is also applied after w2; the output is w2(act(w1(x))), with nothing after w2.",
-         lambda x, p: _ffn(x, p, act=expected, act_out=True)),
+         _slip(act=expected, act_out=True)),
         ("it adds the input back (a residual). The feed-forward network returns w2(act(w1(x))) only; "
-         "the encoder block adds the residual.",
-         lambda x, p: _ffn(x, p, act=expected, residual=True)),
+         "the encoder block adds the residual.", _slip(act=expected, residual=True)),
         ("the biases of w1 and w2 are missing: call the layers, self.w1(x), or pass their bias to F.linear.",
-         lambda x, p: _ffn(x, p, act=expected, bias=False)),
+         _slip(act=expected, bias=False)),
         ("the activation is applied to x before w1; it belongs between the two layers: w2(act(w1(x))).",
-         lambda x, p: _ffn(x, p, act=expected, act_in=True)),
+         _slip(act=expected, act_in=True)),
         ("the hidden layer is multiplied by w1(x) again, a gated unit whose gate reuses w1. This feed-forward "
          "network is w2(act(w1(x))) (a gated variant such as SwiGLU has gate weights of its own).",
-         lambda x, p: _ffn(x, p, act=expected, gate=True)),
+         _slip(act=expected, gate=True)),
         ("the second layer uses w1's weight (transposed) instead of w2's: call self.w2(h), which has its own "
-         "weight (d_model, d_ff).",
-         lambda x, p: _ffn(x, p, act=expected, tied=True)),
+         "weight (d_model, d_ff).", _slip(act=expected, tied=True)),
     ]
     if expected == "gelu":
         mistakes += [
             ("it uses an approximation of GELU (tanh or sigmoid). The course uses the exact GELU with "
-             "the erf: F.gelu(h) (approximate='none').",
-             lambda x, p: [_ffn(x, p, act="tanh"), _ffn(x, p, act="sigmoid")]),
-            ("it uses SiLU (swish) instead of GELU: use F.gelu(h).", lambda x, p: _ffn(x, p, act="silu")),
+             "the erf: F.gelu(h) (approximate='none').", _slip({"act": "tanh"}, {"act": "sigmoid"})),
+            ("it uses SiLU (swish) instead of GELU: use F.gelu(h).", _slip(act="silu")),
             ("the GELU divides by 2 inside the erf; the exact GELU is 0.5 * h * (1 + erf(h / sqrt(2))), "
-             "which is F.gelu(h).", lambda x, p: _ffn(x, p, act="erf_no_sqrt2")),
+             "which is F.gelu(h).", _slip(act="erf_no_sqrt2")),
         ]
     return mistakes
 
@@ -112,11 +104,10 @@ def _curve_probe(pair, activation: str, label) -> str:
             got = pair.call(label, x, module=fresh).double()
     except ExerciseError:
         return ""
-    want_name = "GELU" if activation == "gelu" else "ReLU"
-    if got.shape != x.shape or _close(got, _CURVES[want_name](x.double()), 2.0):
-        return ""
-    xs = x.double()
+    want_name, xs = _NAMES[activation], x.double()
     act = _CURVES[want_name]
+    if got.shape != x.shape or _close(got, act(xs), 2.0):
+        return ""
     curves = {**_CURVES, f"x + {want_name}(x) (the input added back)": lambda t: t + act(t),
               f"{want_name} applied twice": lambda t: act(act(t))}
     found = [curve for curve, f in curves.items() if curve != want_name and _close(got, f(xs), 2.0)]
@@ -143,6 +134,12 @@ def _takes_activation(name, cls) -> bool:
     return True
 
 
+_FFN_HINT = ("output = w2(activation(w1(x))), the same for every position; take the sizes from x, never fixed "
+             "numbers.")
+_FFN_RANDOM = ("this FeedForward was built without dropout (the exercise's has none), so nothing in it may be "
+               "random, even in train() mode.")
+
+
 @_checker("feed_forward")
 def check_feed_forward(cls):
     """Check a ``FeedForward(d_model, d_ff)`` class (``w1``, ``w2``, exact GELU by default)."""
@@ -159,23 +156,15 @@ def check_feed_forward(cls):
                     kwargs=kwargs)
         act = activation or "gelu"
         x = _randn(g, 2, 5, d_model)
-        setting = f"d_model={d_model}, d_ff={d_ff}" + (f", activation={activation!r}" if activation else "")
-        cases = [
-            (f"with {setting}, x (2, 5, {d_model})", x),
-            (f"with {setting}, tiny inputs (about 1e-3)", x * 1e-3),
-            (f"with {setting}, large inputs (about 1000)", x * 1e3),
-            (f"with {setting}, x (1, 3, {d_model})", _randn(g, 1, 3, d_model)),
-            (f"with {setting}, x (4, 7, {d_model})", _randn(g, 4, 7, d_model)),
-        ]
+        setting = f"with d_model={d_model}, d_ff={d_ff}" + (f", activation={activation!r}" if activation else "")
+        cases = [(f"x (2, 5, {d_model})", x), ("tiny inputs (about 1e-3)", x * 1e-3),
+                 ("large inputs (about 1000)", x * 1e3), (f"x (1, 3, {d_model})", _randn(g, 1, 3, d_model)),
+                 (f"x (4, 7, {d_model})", _randn(g, 4, 7, d_model))]
         for mode in pair.modes("eval", "train"):
-            for label, xx in cases:
-                label = f"{label}, in {mode}() mode"
-                pair.check(label, (xx,), _ffn_mistakes(act), (xx, pair.params()),
-                           "output = w2(activation(w1(x))), the same for every position; take the sizes from x, "
-                           "never fixed numbers.",
-                           random_hint="this FeedForward was built without dropout (the exercise's has none), so "
-                                       "nothing in it may be random, even in train() mode.",
+            for case, xx in cases:
+                label = f"{setting}, {case}, in {mode}() mode"
+                pair.check(label, (xx,), _ffn_mistakes(act), (xx, pair.params()), _FFN_HINT, random_hint=_FFN_RANDOM,
                            probes=[pair.settings_probe(label, (xx,), _FFN_SETTINGS),
                                    functools.partial(_curve_probe, pair, act, label)],
                            axes=("sequence", "position", "feature"))
-        pair.gradients(f"{cases[0][0]}, in eval() mode", cases[0][1])
+        pair.gradients(f"{setting}, {cases[0][0]}, in eval() mode", x)

@@ -19,7 +19,7 @@ import itertools
 import re
 
 from ._compare import _note
-from ._run import ExerciseError, _checker, _invoke, _NotAttempted
+from ._run import ExerciseError, _checker, _invoke
 from .registry import exercise
 
 _UNKNOWN = (
@@ -34,112 +34,14 @@ _UNKNOWN = (
 )
 
 
-def _keys() -> list[str]:
-    from ..interop import IGNORED_KEYS, name_map
-
-    return list(name_map(12)) + list(IGNORED_KEYS)
-
-
-def _answer(name, fn, key):
-    """What the learner's function does with one key: ("value", str | None) or ("raise", exception type)."""
-    label = f"for the key {key!r}"
+def _answer(name, fn, key, label=None):
+    """What the learner's function does with one key: ("value", str | None) or ("raise", exception type, error)."""
     try:
-        return ("value", _invoke(name, label, fn, key))
+        return ("value", _invoke(name, label or f"for the key {key!r}", fn, key))
     except ExerciseError as exc:
-        cause = exc.__cause__
-        if cause is None:  # the checker's own verdict (time limit, the reference used): it stands
+        if exc.__cause__ is None:  # the checker's own verdict (time limit, the reference used): it stands
             raise
-        return ("raise", type(cause), exc)
-
-
-def _shift(value, by):
-    m = re.match(r"^layers\.(\d+)\.(.+)$", value or "")
-    return f"layers.{int(m.group(1)) + by}.{m.group(2)}" if m else value
-
-
-def _swap(value, pairs):
-    if value is None:
-        return None
-    for a, b in pairs:
-        if a in value:
-            return value.replace(a, b)
-        if b in value:
-            return value.replace(b, a)
-    return value
-
-
-def _slips(reference):
-    """Named mutations of the reference map: (message, function key -> what that slip gives)."""
-    def layer_of(key):
-        m = re.match(r"^encoder\.layer\.(\d+)\.", key)
-        return m.group(1) if m else None
-
-    slips = [
-        ("attention.output.LayerNorm and output.LayerNorm are swapped: the LayerNorm after the attention "
-         "(attention.output.LayerNorm) is norm1, the one after the feed-forward network (output.LayerNorm) "
-         "is norm2.",
-         lambda key: _swap(reference(key), [(".norm1.", ".norm2.")])),
-        ("intermediate.dense and output.dense are swapped: intermediate.dense is the first feed-forward layer "
-         "(d_model -> d_ff), ffn.w1; the layer's output.dense is the second (d_ff -> d_model), ffn.w2.",
-         lambda key: _swap(reference(key), [(".ffn.w1.", ".ffn.w2.")])),
-        ("the layer number is shifted by one: BERT counts its layers from 0, as layers.0, layers.1, ... do; "
-         "keep the number as it is.",
-         lambda key: _shift(reference(key), 1)),
-        ("the layer number is shifted by one: BERT counts its layers from 0, as layers.0, layers.1, ... do; "
-         "keep the number as it is.",
-         lambda key: _shift(reference(key), -1)),
-        ("the layer number is cut to its first digit, so layers 10 and 11 become 1: take the whole number, "
-         "key.split('.')[2] (or the regex \\d+).",
-         lambda key: re.sub(r"^layers\.(\d)\d+\.", r"layers.\1.", reference(key)) if reference(key) else None),
-        ("weight and bias are mixed up: a key ending in .weight maps to a name ending in .weight, and .bias to "
-         ".bias.",
-         lambda key: _swap(reference(key), [(".weight", ".bias")])),
-        ("weight and bias are mixed up: a key ending in .weight maps to a name ending in .weight, and .bias to "
-         ".bias.",
-         lambda key: _swap(reference(key), [(".weight", ".bias")]) if layer_of(key) else reference(key)),
-        ("the pooler is mapped to a name: the encoder has no pooler (BERT's dense + tanh on [CLS], trained for "
-         "next-sentence prediction), so pooler.dense.weight and pooler.dense.bias give None.",
-         lambda key: ("pooler" if key.startswith("pooler.") else reference(key))),
-        ("embeddings.position_ids is mapped to a name: it is a constant buffer (0, 1, ..., 511), not a weight, "
-         "so it gives None.",
-         lambda key: ("position_ids" if key == "embeddings.position_ids" else reference(key))),
-        ("the ignored keys raise: embeddings.position_ids and the pooler are keys the encoder does not use, "
-         "and give None; only keys the map does not know raise ValueError.",
-         lambda key: ("raise" if reference(key) is None else reference(key))),
-        ("the layer prefix is missing: a layer's parameters live under layers.<number>., e.g. "
-         "encoder.layer.3.attention.self.query.weight -> layers.3.attn.w_q.weight.",
-         lambda key: re.sub(r"^layers\.\d+\.", "", reference(key)) if reference(key) else None),
-        ("the layers are named differently: Encoder keeps its blocks in self.layers, so a layer's parameters "
-         "are layers.<number>.<name> (layers.3.attn.w_q.weight), not encoder.layer, blocks or layer.",
-         lambda key: ("renamed", reference(key)) if (reference(key) or "").startswith("layers.") else reference(key)),
-    ]
-    for perm in itertools.permutations(("w_q", "w_k", "w_v")):
-        if perm != ("w_q", "w_k", "w_v"):
-            table = dict(zip(("w_q", "w_k", "w_v"), perm))
-            slips.append((
-                "query, key and value are mixed up: attention.self.query is attn.w_q, attention.self.key is "
-                "attn.w_k and attention.self.value is attn.w_v.",
-                lambda key, table=table: re.sub(r"\.attn\.(w_[qkv])\.", lambda m: f".attn.{table[m.group(1)]}.",
-                                                reference(key)) if reference(key) else None))
-    return slips
-
-
-def _matches(value, expected) -> bool:
-    if isinstance(expected, tuple):  # ("renamed", ours): the same name under another prefix than layers.
-        got = value[1] if value[0] == "value" else None
-        rest = expected[1][len("layers"):]
-        return isinstance(got, str) and got.endswith(rest) and not got.startswith("layers.")
-    if expected == "raise":
-        return value[0] == "raise"
-    if expected in ("pooler", "position_ids"):  # any name at all where None is due
-        return value[0] == "value" and isinstance(value[1], str)
-    return value == ("value", expected)
-
-
-def _shown(value) -> str:
-    if value[0] == "raise":
-        return f"raise {value[1].__name__}"
-    return repr(value[1])
+        return ("raise", type(exc.__cause__), exc)
 
 
 def _layer_and_part(key: str):
@@ -147,108 +49,180 @@ def _layer_and_part(key: str):
     return (int(m.group(1)), m.group(2)) if m else (None, key)
 
 
-def _pattern(wrong: list[str], keys: list[str], answers: dict, reference) -> str:
+def _shift(ours, by):
+    m = re.match(r"^layers\.(\d+)\.(.+)$", ours or "")
+    return f"layers.{int(m.group(1)) + by}.{m.group(2)}" if m else ours
+
+
+def _swap(ours, a, b):
+    """``a`` in the name turned into ``b``, or else ``b`` into ``a`` (None stays None)."""
+    return ours and (ours.replace(a, b) if a in ours else ours.replace(b, a))
+
+
+_QKV = ("w_q", "w_k", "w_v")
+
+
+def _renamed_heads(perm):
+    """The slip that names w_q, w_k and w_v's weights as ``perm`` does."""
+    table = dict(zip(_QKV, perm))
+    return lambda key, ours: ours and re.sub(r"\.attn\.(w_[qkv])\.", lambda m: f".attn.{table[m.group(1)]}.", ours)
+
+
+_SHIFTED = ("the layer number is shifted by one: BERT counts its layers from 0, as layers.0, layers.1, ... do; "
+            "keep the number as it is.")
+_KINDS = ("weight and bias are mixed up: a key ending in .weight maps to a name ending in .weight, and .bias to "
+          ".bias.")
+
+#: The usual slips, in the order they are tried: (message, what the slip gives for ``key``, whose right name is
+#: ``ours``). Besides a name or None, a slip gives "raise" (an error), "pooler" or "position_ids" (any name at
+#: all where None is due) or ("renamed", ours) (the same name under another prefix than layers.).
+_SLIPS = [
+    ("attention.output.LayerNorm and output.LayerNorm are swapped: the LayerNorm after the attention "
+     "(attention.output.LayerNorm) is norm1, the one after the feed-forward network (output.LayerNorm) "
+     "is norm2.",
+     lambda key, ours: _swap(ours, ".norm1.", ".norm2.")),
+    ("intermediate.dense and output.dense are swapped: intermediate.dense is the first feed-forward layer "
+     "(d_model -> d_ff), ffn.w1; the layer's output.dense is the second (d_ff -> d_model), ffn.w2.",
+     lambda key, ours: _swap(ours, ".ffn.w1.", ".ffn.w2.")),
+    (_SHIFTED, lambda key, ours: _shift(ours, 1)),
+    (_SHIFTED, lambda key, ours: _shift(ours, -1)),
+    ("the layer number is cut to its first digit, so layers 10 and 11 become 1: take the whole number, "
+     "key.split('.')[2] (or the regex \\d+).",
+     lambda key, ours: ours and re.sub(r"^layers\.(\d)\d+\.", r"layers.\1.", ours)),
+    (_KINDS, lambda key, ours: _swap(ours, ".weight", ".bias")),
+    (_KINDS, lambda key, ours: _swap(ours, ".weight", ".bias") if _layer_and_part(key)[0] is not None else ours),
+    ("the pooler is mapped to a name: the encoder has no pooler (BERT's dense + tanh on [CLS], trained for "
+     "next-sentence prediction), so pooler.dense.weight and pooler.dense.bias give None.",
+     lambda key, ours: "pooler" if key.startswith("pooler.") else ours),
+    ("embeddings.position_ids is mapped to a name: it is a constant buffer (0, 1, ..., 511), not a weight, "
+     "so it gives None.",
+     lambda key, ours: "position_ids" if key == "embeddings.position_ids" else ours),
+    ("the ignored keys raise: embeddings.position_ids and the pooler are keys the encoder does not use, "
+     "and give None; only keys the map does not know raise ValueError.",
+     lambda key, ours: "raise" if ours is None else ours),
+    ("the layer prefix is missing: a layer's parameters live under layers.<number>., e.g. "
+     "encoder.layer.3.attention.self.query.weight -> layers.3.attn.w_q.weight.",
+     lambda key, ours: ours and re.sub(r"^layers\.\d+\.", "", ours)),
+    ("the layers are named differently: Encoder keeps its blocks in self.layers, so a layer's parameters "
+     "are layers.<number>.<name> (layers.3.attn.w_q.weight), not encoder.layer, blocks or layer.",
+     lambda key, ours: ("renamed", ours) if (ours or "").startswith("layers.") else ours),
+    *[("query, key and value are mixed up: attention.self.query is attn.w_q, attention.self.key is "
+       "attn.w_k and attention.self.value is attn.w_v.", _renamed_heads(perm))
+      for perm in itertools.permutations(_QKV) if perm != _QKV],
+]
+
+
+def _matches(answer, expected) -> bool:
+    """Whether the learner's answer is what a slip gives."""
+    got = answer[1] if answer[0] == "value" else None
+    if isinstance(expected, tuple):  # ("renamed", ours): the same name under another prefix than layers.
+        return isinstance(got, str) and got.endswith(expected[1][len("layers"):]) and not got.startswith("layers.")
+    if expected == "raise":
+        return answer[0] == "raise"
+    if expected in ("pooler", "position_ids"):  # any name at all where None is due
+        return isinstance(got, str)
+    return answer == ("value", expected)
+
+
+def _shown(answer) -> str:
+    return f"raise {answer[1].__name__}" if answer[0] == "raise" else repr(answer[1])
+
+
+def _pattern(wrong: list[str], answers: dict, want: dict) -> str:
     """Where the wrong keys lie (which layers, which parts) and the first three as key / yours / expected."""
-    layer_keys = [k for k in keys if _layer_and_part(k)[0] is not None]
-    layers = sorted({_layer_and_part(k)[0] for k in layer_keys})
-    bad_layers = sorted({_layer_and_part(k)[0] for k in wrong if _layer_and_part(k)[0] is not None})
-    bad_parts = sorted({_layer_and_part(k)[1] for k in wrong if _layer_and_part(k)[0] is not None})
+    place = {k: _layer_and_part(k) for k in want if _layer_and_part(k)[0] is not None}  # the layers' keys
+    layers = sorted({n for n, _ in place.values()})
+    bad_layers = sorted({place[k][0] for k in wrong if k in place})
+    bad_parts = sorted({place[k][1] for k in wrong if k in place})
     where = ""
-    whole_layers = [k for k in layer_keys if _layer_and_part(k)[0] in bad_layers]
-    if bad_layers and set(whole_layers) == set(wrong) and len(bad_layers) < len(layers):
+    if bad_layers and set(wrong) == {k for k in place if place[k][0] in bad_layers} and len(bad_layers) < len(layers):
         where = (f"Every key of layer{'s' if len(bad_layers) > 1 else ''} "
                  f"{', '.join(map(str, bad_layers))} is wrong, and no key of the other layers")
         if all(n >= 10 for n in bad_layers) and all(n < 10 for n in layers if n not in bad_layers):
             where += (": those are the layers with two-digit numbers. A pattern that reads one digit (\\d "
                       "instead of \\d+, or the layer number taken as one character) fails there")
         where += ". "
-    elif bad_parts and set(wrong) == {k for k in layer_keys if _layer_and_part(k)[1] in bad_parts}:
+    elif bad_parts and set(wrong) == {k for k in place if place[k][1] in bad_parts}:
         where = (f"The keys of {', '.join(repr(p) for p in bad_parts)} are wrong in every layer, and no other "
                  "keys")
         first = wrong[0]
         mine = answers[first][1] if answers[first][0] == "value" else None
-        owner = next((k for k in keys if k != first and mine is not None and reference(k) == mine), None)
+        owner = next((k for k in want if k != first and mine is not None and want[k] == mine), None)
         if owner is not None:
-            part, other = _layer_and_part(first)[1].rsplit(".", 1)[0], _layer_and_part(owner)[1].rsplit(".", 1)[0]
+            part, other = place[first][1].rsplit(".", 1)[0], _layer_and_part(owner)[1].rsplit(".", 1)[0]
             where += (f": your name for {part!r} is the one {other!r} should get"
                       + (f", and {other!r} is inside {part!r}, so a substring test for {other!r} matches it "
                          "first: test the longer names first, or compare the whole part" if other in part else "")
                       )
         where += ". "
-    rows = "\n".join(f"  {k}  ->  yours {_shown(answers[k])}, expected {reference(k)!r}" for k in wrong[:3])
+    rows = "\n".join(f"  {k}  ->  yours {_shown(answers[k])}, expected {want[k]!r}" for k in wrong[:3])
     return f"{_note(where)}The first wrong keys:\n{rows}\n"
 
 
 @_checker("rename_key")
 def check_rename_key(fn):
     """Check ``rename_key(key) -> str | None`` on every key of a BERT-base checkpoint and on unknown keys."""
+    from ..interop import IGNORED_KEYS, name_map
     from ..interop import rename_key as reference
 
     name = exercise("rename_key").name
-    keys = _keys()
+    keys = list(name_map(12)) + list(IGNORED_KEYS)
     answers = {key: _answer(name, fn, key) for key in keys}
     for key, value in answers.items():
         if value[0] == "value" and value[1] is not None and not isinstance(value[1], str):
             raise ExerciseError(f"Your {name} returned a {type(value[1]).__name__} for the key {key!r}; it "
                                 "should return our parameter name (a str) or None.")
-    wrong = [key for key in keys if answers[key] != ("value", reference(key))]
+    want = {key: reference(key) for key in keys}
+    wrong = [key for key in keys if answers[key] != ("value", want[key])]
     if wrong:
-        raised = [key for key in wrong if answers[key][0] == "raise"
-                  and answers[key][1] is not ValueError and reference(key) is not None]
-        if raised:  # the learner's code failed on a known key: its own error says most
-            raise answers[raised[0]][2]
-        slips = _slips(reference)
-        for message, slip in slips:  # a slip that explains every key
-            if all(_matches(answers[key], slip(key)) for key in keys):
+        raised = next((answers[key][2] for key in wrong if answers[key][0] == "raise"
+                       and answers[key][1] is not ValueError and want[key] is not None), None)
+        if raised is not None:  # the learner's code failed on a known key: its own error says most
+            raise raised
+        for message, slip in _SLIPS:  # a slip that explains every key
+            if all(_matches(answers[key], slip(key, want[key])) for key in keys):
                 raise ExerciseError(f"Your {name} is not right yet: {message}")
         key = wrong[0]
-        want = reference(key)
-        found = next((message for message, slip in slips
-                      if slip(key) != want and _matches(answers[key], slip(key))), "")
-        if found:
-            found = found[0].upper() + found[1:]
-        pattern = _pattern(wrong, keys, answers, reference)
-        if answers[key][0] == "raise" and want is not None:
-            raise ExerciseError(
-                f"Your {name} raises {answers[key][1].__name__} for the key {key!r}, a key of the checkpoint that "
-                f"maps to {want!r} ({len(wrong)} keys differ). {pattern}Hint: the map has the 5 embedding keys and "
-                "16 keys per layer "
-                "(encoder.layer.<n>.<part>.weight and .bias); only keys outside it raise ValueError."
-            )
-        raise ExerciseError(
-            f"Your {name} gives {_shown(answers[key])} for the key {key!r}, but the right name is {want!r}"
-            + (f" ({len(wrong)} keys differ)" if len(wrong) > 1 else "") + ". " + pattern
-            + (f"Hint: {found}" if found else "Hint: our names are those of Encoder's state_dict(): "
-               "embeddings.token.weight, ..., layers.<n>.attn.w_q.weight, ..., layers.<n>.norm2.bias.")
-        )
+        found = next((message for message, slip in _SLIPS
+                      if slip(key, want[key]) != want[key] and _matches(answers[key], slip(key, want[key]))), "")
+        if answers[key][0] == "raise" and want[key] is not None:
+            head = (f"raises {answers[key][1].__name__} for the key {key!r}, a key of the checkpoint that maps to "
+                    f"{want[key]!r} ({len(wrong)} keys differ)")
+            hint = ("the map has the 5 embedding keys and 16 keys per layer (encoder.layer.<n>.<part>.weight and "
+                    ".bias); only keys outside it raise ValueError.")
+        else:
+            head = (f"gives {_shown(answers[key])} for the key {key!r}, but the right name is {want[key]!r}"
+                    + (f" ({len(wrong)} keys differ)" if len(wrong) > 1 else ""))
+            hint = found[:1].upper() + found[1:] if found else (
+                "our names are those of Encoder's state_dict(): embeddings.token.weight, ..., "
+                "layers.<n>.attn.w_q.weight, ..., layers.<n>.norm2.bias.")
+        raise ExerciseError(f"Your {name} {head}. {_pattern(wrong, answers, want)}Hint: {hint}")
     for key in _UNKNOWN:
         label = f"for the unknown key {key!r}"
-        try:
-            got = _invoke(name, label, fn, key)
-        except ExerciseError as exc:
-            if isinstance(exc.__cause__, ValueError):
-                if key in str(exc.__cause__):
-                    continue
-                raise ExerciseError(
-                    f"Your {name} raises ValueError {label}, as it should, but its message "
-                    f"({str(exc.__cause__)[:80]!r}) does not name the key: the loader shows these messages, "
-                    "and one without the key does not say which key of the file is unknown.\nHint: put the "
-                    "key in the message: raise ValueError(f\"unknown key: {key!r}\")."
-                ) from exc.__cause__
-            if isinstance(exc.__cause__, KeyError):
-                raise ExerciseError(
-                    f"Your {name} raises KeyError {label}; the contract is ValueError. The loader catches "
-                    "ValueError to list every key it does not know (a KeyError would stop it at the first "
-                    f"one).\nHint: raise ValueError(f\"unknown key: {{key!r}}\") when the key is neither mapped "
-                    "nor ignored (a dict lookup raises KeyError: catch it, or test `key in table` first)."
-                ) from exc.__cause__
-            raise
-        except _NotAttempted:
-            raise
-        shown = "None" if got is None else repr(got)
+        answer = _answer(name, fn, key, label)
+        cause = answer[2].__cause__ if answer[0] == "raise" else None
+        if isinstance(cause, ValueError) and key in str(cause):
+            continue
+        if isinstance(cause, ValueError):
+            raise ExerciseError(
+                f"Your {name} raises ValueError {label}, as it should, but its message "
+                f"({str(cause)[:80]!r}) does not name the key: the loader shows these messages, "
+                "and one without the key does not say which key of the file is unknown.\nHint: put the "
+                "key in the message: raise ValueError(f\"unknown key: {key!r}\")."
+            ) from cause
+        if isinstance(cause, KeyError):
+            raise ExerciseError(
+                f"Your {name} raises KeyError {label}; the contract is ValueError. The loader catches "
+                "ValueError to list every key it does not know (a KeyError would stop it at the first "
+                f"one).\nHint: raise ValueError(f\"unknown key: {{key!r}}\") when the key is neither mapped "
+                "nor ignored (a dict lookup raises KeyError: catch it, or test `key in table` first)."
+            ) from cause
+        if cause is not None:  # another error of the learner's code: its own message says most
+            raise answer[2]
+        got = answer[1]
         raise ExerciseError(
-            f"Your {name} returns {shown} {label}; a key the map does not know must raise ValueError, so the "
-            "loader can report it instead of "
+            f"Your {name} returns {'None' if got is None else repr(got)} {label}; a key the map does not know must "
+            "raise ValueError, so the loader can report it instead of "
             + ("silently dropping it (None means 'a key we do not use', which only position_ids and the pooler "
                "are)." if got is None else "loading a tensor under a made-up name.")
             + "\nHint: after the known keys, end with raise ValueError(f\"unknown key: {key!r}\")."

@@ -6,38 +6,31 @@ import functools
 
 import torch
 
-from ._compare import _close, _compare_output
+from ._compare import _close, _compare_output, slips
 from ._modules import Pair, _contract_eps, _sub
 from ._run import ExerciseError, _checker, _gen, _randn
 from .registry import exercise
 
 
-def _ln(x, weight, bias, eps, *, dims=(-1,), unbiased=False, eps_out=False, use_w=True, use_b=True,
-        center=True, swap=False, use_eps=True, rms=False, bias_first=False, eps_how="add", weight_scale=None):
+def _ln(x, weight, bias, eps, *, dims=(-1,), unbiased=False, use_w=True, use_b=True, center=True, swap=False,
+        rms=False, bias_first=False, eps_how="add", weight_scale=None):
+    """LayerNorm in float64 and its usual slips; ``eps_how``: how eps meets the variance ("add", "none", "out":
+    added to the standard deviation, "clamp": var.clamp(min=eps), "squared": eps read as a standard deviation)."""
     x64 = x.double()
     mean = x64.mean(dim=dims, keepdim=True) if center else 0.0
-    var = x64.var(dim=dims, keepdim=True, unbiased=unbiased)
-    if rms:  # RMSNorm: the mean square, nothing subtracted
-        var = (x64 ** 2).mean(dim=dims, keepdim=True)
-    e = eps if use_eps else 0.0
+    # RMSNorm: the mean square, nothing subtracted
+    var = (x64 ** 2).mean(dim=dims, keepdim=True) if rms else x64.var(dim=dims, keepdim=True, unbiased=unbiased)
+    std = {"add": lambda: torch.sqrt(var + eps), "none": lambda: torch.sqrt(var + 0.0), "out": lambda: var.sqrt() + eps,
+           "clamp": lambda: torch.sqrt(var.clamp(min=eps)), "squared": lambda: torch.sqrt(var + eps ** 2)}[eps_how]()
     if weight_scale is not None:  # gamma changed before use (normalised, say)
         weight = weight_scale(weight.double())
-    if eps_how == "clamp":  # var.clamp(min=eps) instead of var + eps
-        y = (x64 - mean) / torch.sqrt(var.clamp(min=eps))
-    elif eps_how == "squared":  # eps read as a standard deviation: sqrt(var + eps ** 2)
-        y = (x64 - mean) / torch.sqrt(var + eps ** 2)
-    elif eps_out:
-        y = (x64 - mean) / (var.sqrt() + e)
-    else:
-        y = (x64 - mean) / torch.sqrt(var + e)
     w, b = (bias, weight) if swap else (weight, bias)
-    if bias_first:
-        return {"out": ((y + b.double()) * w.double()).to(x.dtype)}
-    if use_w:
-        y = y * w.double()
-    if use_b:
-        y = y + b.double()
-    return {"out": y.to(x.dtype)}
+    w, b = w.double() if use_w else 1.0, b.double() if use_b else 0.0
+    y = (x64 - mean) / std
+    return {"out": ((y + b) * w if bias_first else y * w + b).to(x.dtype)}
+
+
+_slip = slips(_ln)
 
 
 _LN_MISTAKES = [
@@ -49,40 +42,32 @@ _LN_MISTAKES = [
      "normalises each token over its own features: mean and variance with dim=-1, keepdim=True.",
      lambda x, w, b, e: _ln(x, w, b, e, dims=tuple(range(x.dim() - 1)))),
     ("it divides by the root mean square without subtracting the mean: that is RMSNorm. LayerNorm "
-     "first centres each token: (x - mean) / sqrt(var + eps).",
-     lambda x, w, b, e: _ln(x, w, b, e, center=False, rms=True)),
+     "first centres each token: (x - mean) / sqrt(var + eps).", _slip(center=False, rms=True)),
     ("self.bias is added before multiplying by self.weight. The order is weight * x_hat + bias.",
-     lambda x, w, b, e: _ln(x, w, b, e, bias_first=True)),
+     _slip(bias_first=True)),
     ("it uses the unbiased variance (dividing by d_model - 1). LayerNorm divides by d_model: "
      "x.var(dim=-1, unbiased=False, keepdim=True) (torch.var and torch.std default to unbiased).",
-     lambda x, w, b, e: [_ln(x, w, b, e, unbiased=True), _ln(x, w, b, e, unbiased=True, eps_out=True)]),
-    ("eps is added outside the square root. It belongs inside: (x - mean) / sqrt(var + eps).",
-     lambda x, w, b, e: _ln(x, w, b, e, eps_out=True)),
+     _slip({}, {"eps_how": "out"}, unbiased=True)),
+    ("eps is added outside the square root. It belongs inside: (x - mean) / sqrt(var + eps).", _slip(eps_how="out")),
     ("eps is missing: divide by sqrt(var + eps), not sqrt(var) (it matters when the variance is tiny).",
-     lambda x, w, b, e: _ln(x, w, b, e, use_eps=False)),
+     _slip(eps_how="none")),
     ("it ignores the eps it was given: use self.eps (the value passed to __init__), not a fixed number.",
      lambda x, w, b, e: [_ln(x, w, b, fixed) for fixed in (1e-5, 1e-6, 1e-12, 1e-8) if fixed != e]),
-    ("gamma (self.weight) and beta (self.bias) are swapped: y = x_hat * weight + bias.",
-     lambda x, w, b, e: _ln(x, w, b, e, swap=True)),
+    ("gamma (self.weight) and beta (self.bias) are swapped: y = x_hat * weight + bias.", _slip(swap=True)),
     ("gamma and beta are missing: after normalising, multiply by self.weight and add self.bias.",
-     lambda x, w, b, e: _ln(x, w, b, e, use_w=False, use_b=False)),
+     _slip(use_w=False, use_b=False)),
     ("gamma (self.weight) is missing: multiply the normalised x by self.weight before adding self.bias.",
-     lambda x, w, b, e: _ln(x, w, b, e, use_w=False)),
-    ("beta (self.bias) is missing: add self.bias after multiplying by self.weight.",
-     lambda x, w, b, e: _ln(x, w, b, e, use_b=False)),
-    ("the mean is not subtracted: x_hat = (x - mean) / sqrt(var + eps).",
-     lambda x, w, b, e: _ln(x, w, b, e, center=False)),
+     _slip(use_w=False)),
+    ("beta (self.bias) is missing: add self.bias after multiplying by self.weight.", _slip(use_b=False)),
+    ("the mean is not subtracted: x_hat = (x - mean) / sqrt(var + eps).", _slip(center=False)),
     ("the variance is clamped at eps (var.clamp(min=eps)) instead of having eps added: divide by "
-     "sqrt(var + eps), which differs wherever the variance is small.",
-     lambda x, w, b, e: _ln(x, w, b, e, eps_how="clamp")),
+     "sqrt(var + eps), which differs wherever the variance is small.", _slip(eps_how="clamp")),
     ("eps is squared: sqrt(var + eps ** 2) reads eps as a standard deviation. eps is added to the variance "
-     "as it is: sqrt(var + eps).",
-     lambda x, w, b, e: _ln(x, w, b, e, eps_how="squared")),
+     "as it is: sqrt(var + eps).", _slip(eps_how="squared")),
     ("self.weight is changed before it is used (normalised or rescaled): multiply by gamma as it is, "
      "y = self.weight * x_hat + self.bias.",
-     lambda x, w, b, e: [_ln(x, w, b, e, weight_scale=lambda g: g / g.norm()),
-                         _ln(x, w, b, e, weight_scale=lambda g: g / g.abs().max()),
-                         _ln(x, w, b, e, weight_scale=lambda g: g / g.sum())]),
+     _slip(*({"weight_scale": scale} for scale in (lambda g: g / g.norm(), lambda g: g / g.abs().max(),
+                                                   lambda g: g / g.sum())))),
     ("two slips: it normalises over the wrong axis (LayerNorm normalises each token over its own features, "
      "dim=-1, keepdim=True) and beta (self.bias) is never added.",
      lambda x, w, b, e: [_ln(x, w, b, e, dims=(d,), use_b=False) for d in range(x.dim() - 1)]),
@@ -107,12 +92,8 @@ _LN_SETTINGS = [
 
 
 def _ln_probe(pair, label, x) -> str:
-    """Localise a LayerNorm mistake no listed slip explains: which parameter, then what the output of
+    """Localise a LayerNorm mistake no listed slip (nor a parameter set alone) explains: what the output of
     gamma = 1, beta = 0 gets wrong (its mean, its spread, its response to a shift or a scale of x)."""
-    found = pair.settings_probe(label, (x,), _LN_SETTINGS, factor=2.0)()
-    if found:
-        return found
-    ref = pair.ref
     with pair.setting({"bias": 0.0, "weight": 2.0}, both=False), torch.no_grad():
         doubled = pair.call(label, x).double()
         _sub(pair.name, pair.cand, "weight").fill_(1.0)
@@ -129,7 +110,8 @@ def _ln_probe(pair, label, x) -> str:
     n = x.shape[-1]
     mean = y.mean(dim=-1)
     std = y.var(dim=-1, unbiased=False).sqrt()
-    spread = (x.double().var(dim=-1, unbiased=False) / (x.double().var(dim=-1, unbiased=False) + ref.eps)).sqrt()
+    var = x.double().var(dim=-1, unbiased=False)
+    spread = (var / (var + pair.ref.eps)).sqrt()
     if float(mean.abs().max()) > 1e-3:
         return (f"with gamma one and beta zero, each token's output should have mean 0 over its {n} features, but "
                 f"yours has means up to {float(mean.abs().max()):.4g}: the mean of each token (dim=-1) is not "
@@ -181,7 +163,8 @@ def check_layer_norm(cls):
             for label, xx, case_hint in cases:
                 label = label if mode == "eval" else f"{label}, in train() mode"
                 pair.check(label, (xx,), _LN_MISTAKES, (xx, w, b, e), _LN_HINT, repeat=True, case_hint=case_hint,
-                           factor=2.0, probes=[functools.partial(_ln_probe, pair, label, xx)],
+                           factor=2.0, probes=[pair.settings_probe(label, (xx,), _LN_SETTINGS, factor=2.0),
+                                               functools.partial(_ln_probe, pair, label, xx)],
                            axes=_LN_AXES[xx.dim()])
         pair.gradients(cases[0][0], cases[0][1])
         # In float64, as after model.double(): the result must stay float64 (no .float() inside).

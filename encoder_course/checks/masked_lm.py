@@ -44,10 +44,10 @@ import torch
 from ._compare import _spans
 from ._masked_lm_probes import (
     _GLOBAL_SEED,
-    _SHARE_SLACK,
     _call,
     _Case,
     _dependence_probe,
+    _fail_first,
     _fate_probe,
     _fates,
     _near,
@@ -67,6 +67,7 @@ _HINT_CHOOSE = ("chosen = (torch.rand(token_ids.shape, generator=generator) < p)
 _HINT_SPLIT = ("draw a second number per position, r = torch.rand(token_ids.shape, generator=generator): where chosen "
                "and r < 0.8 put mask_id; where chosen and 0.8 <= r < 0.9 a random id, torch.randint(vocab_size, "
                "token_ids.shape, generator=generator); leave the rest as they are.")
+_SIGNATURE = "mask_tokens(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15)"
 _HINT_RANDOM = ("torch.randint(vocab_size, token_ids.shape, generator=generator) draws each id uniformly from 0 to "
                 "vocab_size - 1 (its high is exclusive), the special tokens included, as BERT does.")
 
@@ -143,66 +144,52 @@ def _check_places(name, case: _Case, inputs, chosen, label=None):
     n_not, n_out = int((~maskable).sum()), int(outside.sum())
     if n_out:
         inside = float(chosen[maskable].float().mean()) if maskable.any() else 0.0
-        if n_out == n_not and maskable.any() and _near(inside, 1 - case.p, int(maskable.sum()), _SHARE_SLACK) \
-                and case.p < 1:
-            raise ExerciseError(
-                f"Your {name}'s chosen is inverted {label}: it is True at every position where maskable is False "
-                f"and at {_pct(inside)} of the maskable tokens (1 - p). chosen is True exactly at the tokens you "
-                "selected, the ones the model must predict.\nHint: return the selection itself, not ~chosen."
-            )
-        if maskable.any() and not chosen[maskable].any():
-            raise ExerciseError(
-                f"Your {name} chose tokens only where maskable is False {label} ({n_out:,} of those {n_not:,} "
-                "positions, none of the maskable tokens): maskable is True where a token may be chosen.\nHint: "
-                "keep the choice where maskable is True, `& maskable` (not `& ~maskable`)."
-            )
-        held = ids[outside]
-        special = torch.isin(held, torch.tensor(case.specials))
-        if not special.any():
-            raise ExerciseError(
-                f"Your {name} chose {n_out:,} ordinary tokens that the caller marked not maskable {label}: your code "
-                "decides from the token ids which tokens may be chosen, instead of using the maskable argument.\n"
-                "Hint: maskable alone says which tokens may be chosen (a caller may rule out ordinary tokens too): "
-                "`& maskable`, as it is given."
-            )
-        raise ExerciseError(
-            f"Your {name} chose {n_out:,} of the {n_not:,} positions where maskable is False {label} (padding, [CLS], "
-            "[SEP], [UNK] and the like): only tokens where maskable is True may be chosen, and chosen must be False "
-            f"everywhere else.\nHint: {_HINT_CHOOSE}"
-        )
+        _fail_first([
+            (n_out == n_not and maskable.any() and _near(inside, 1 - case.p, int(maskable.sum())) and case.p < 1,
+             f"Your {name}'s chosen is inverted {label}: it is True at every position where maskable is False and at "
+             f"{_pct(inside)} of the maskable tokens (1 - p). chosen is True exactly at the tokens you selected, the "
+             "ones the model must predict.\nHint: return the selection itself, not ~chosen."),
+            (maskable.any() and not chosen[maskable].any(),
+             f"Your {name} chose tokens only where maskable is False {label} ({n_out:,} of those {n_not:,} "
+             "positions, none of the maskable tokens): maskable is True where a token may be chosen.\nHint: keep "
+             "the choice where maskable is True, `& maskable` (not `& ~maskable`)."),
+            (not torch.isin(ids[outside], torch.tensor(case.specials)).any(),
+             f"Your {name} chose {n_out:,} ordinary tokens that the caller marked not maskable {label}: your code "
+             "decides from the token ids which tokens may be chosen, instead of using the maskable argument.\nHint: "
+             "maskable alone says which tokens may be chosen (a caller may rule out ordinary tokens too): "
+             "`& maskable`, as it is given."),
+            (True,
+             f"Your {name} chose {n_out:,} of the {n_not:,} positions where maskable is False {label} (padding, "
+             "[CLS], [SEP], [UNK] and the like): only tokens where maskable is True may be chosen, and chosen must "
+             f"be False everywhere else.\nHint: {_HINT_CHOOSE}"),
+        ])
     changed = (inputs != ids) & ~chosen
     n_changed = int(changed.sum())
     if n_changed:
         unchosen = int((~chosen).sum())
-        if bool((inputs[~chosen] == -100).all()):
-            raise ExerciseError(
-                f"Your {name} put -100 at every position that is not chosen {label}: that is how labels are often "
-                "made, but inputs is what the model reads, so every token that is not chosen stays as it was.\n"
-                "Hint: inputs starts as a copy of token_ids, token_ids.clone(); only the chosen tokens change."
-            )
-        if chosen.any() and bool((inputs[chosen] == case.mask_id).all()) \
-                and int((inputs[changed] != case.mask_id).sum()) > 0:
-            raise ExerciseError(
-                f"Your {name}'s chosen marks only the tokens that became mask_id {label}: {n_changed:,} tokens got a "
-                "random id where chosen is False. The model predicts every selected token, the ones replaced by a "
-                "random id and the ones left as they were too.\nHint: chosen is the whole selection, made before the "
-                "80/10/10 split; return that one."
-            )
         to_mask = int((inputs[changed] == case.mask_id).sum())
-        if to_mask * 2 >= n_changed:
-            raise ExerciseError(
-                f"Your {name} changed {n_changed:,} of the {unchosen:,} tokens that were not chosen {label} "
-                f"({to_mask:,} of them to mask_id): the 80/10/10 replacement applies to the chosen tokens only; "
-                "every other token stays as it was.\nHint: combine each replacement's condition with chosen: "
-                "chosen & (r < 0.8) for mask_id, chosen & (0.8 <= r) & (r < 0.9) for a random id."
-            )
         where = tuple(int(i) for i in changed.nonzero()[0])
-        raise ExerciseError(
-            f"Your {name} changed {n_changed:,} of the {unchosen:,} tokens that were not chosen {label} (at {where} "
-            f"token_ids holds {int(ids[where])}, your inputs {int(inputs[where])}): inputs must equal token_ids "
-            "wherever chosen is False.\nHint: start from a copy, inputs = token_ids.clone(), and change only the "
-            "chosen positions."
-        )
+        _fail_first([
+            (bool((inputs[~chosen] == -100).all()),
+             f"Your {name} put -100 at every position that is not chosen {label}: that is how labels are often "
+             "made, but inputs is what the model reads, so every token that is not chosen stays as it was.\nHint: "
+             "inputs starts as a copy of token_ids, token_ids.clone(); only the chosen tokens change."),
+            (chosen.any() and bool((inputs[chosen] == case.mask_id).all()) and to_mask < n_changed,
+             f"Your {name}'s chosen marks only the tokens that became mask_id {label}: {n_changed:,} tokens got a "
+             "random id where chosen is False. The model predicts every selected token, the ones replaced by a "
+             "random id and the ones left as they were too.\nHint: chosen is the whole selection, made before the "
+             "80/10/10 split; return that one."),
+            (to_mask * 2 >= n_changed,
+             f"Your {name} changed {n_changed:,} of the {unchosen:,} tokens that were not chosen {label} "
+             f"({to_mask:,} of them to mask_id): the 80/10/10 replacement applies to the chosen tokens only; "
+             "every other token stays as it was.\nHint: combine each replacement's condition with chosen: "
+             "chosen & (r < 0.8) for mask_id, chosen & (0.8 <= r) & (r < 0.9) for a random id."),
+            (True,
+             f"Your {name} changed {n_changed:,} of the {unchosen:,} tokens that were not chosen {label} (at {where} "
+             f"token_ids holds {int(ids[where])}, your inputs {int(inputs[where])}): inputs must equal token_ids "
+             "wherever chosen is False.\nHint: start from a copy, inputs = token_ids.clone(), and change only the "
+             "chosen positions."),
+        ])
     if not chosen.any():
         return
     values = inputs[chosen]
@@ -210,19 +197,17 @@ def _check_places(name, case: _Case, inputs, chosen, label=None):
     common = int(counts.argmax()) + int(values.min())
     share = float(counts.max()) / values.numel()
     masked = float((values == case.mask_id).float().mean())
-    if values.numel() >= 100 and common != case.mask_id and share >= 0.5 and masked < 0.3:
-        raise ExerciseError(
-            f"Your {name} puts {common} where [MASK] goes {label}: {_pct(share)} of the chosen tokens became {common} "
-            f"and {_pct(masked)} became mask_id={case.mask_id}. The [MASK] id is the argument mask_id (it depends on "
-            "the vocabulary; 103 is only bert-base-uncased's).\nHint: use mask_id as given, never a number of your own."
-        )
     wild = (values < 0) | (values >= case.vocab_size)
-    if wild.any():
-        raise ExerciseError(
-            f"Your {name} gave {int(wild.sum())} chosen tokens ids outside 0 .. vocab_size - 1 = 0 .. "
-            f"{case.vocab_size - 1} {label} (your ids run from {int(values.min())} to {int(values.max())}): they are "
-            f"out of range, and the embedding would fail on them.\nHint: {_HINT_RANDOM}"
-        )
+    _fail_first([
+        (values.numel() >= 100 and common != case.mask_id and share >= 0.5 and masked < 0.3,
+         f"Your {name} puts {common} where [MASK] goes {label}: {_pct(share)} of the chosen tokens became {common} "
+         f"and {_pct(masked)} became mask_id={case.mask_id}. The [MASK] id is the argument mask_id (it depends on "
+         "the vocabulary; 103 is only bert-base-uncased's).\nHint: use mask_id as given, never a number of your own."),
+        (wild.any(),
+         f"Your {name} gave {int(wild.sum())} chosen tokens ids outside 0 .. vocab_size - 1 = 0 .. "
+         f"{case.vocab_size - 1} {label} (your ids run from {int(values.min())} to {int(values.max())}): they are "
+         f"out of range, and the embedding would fail on them.\nHint: {_HINT_RANDOM}"),
+    ])
 
 
 def _check_share(name, fn, case: _Case, inputs, chosen):
@@ -230,40 +215,36 @@ def _check_share(name, fn, case: _Case, inputs, chosen):
     maskable, p = case.maskable, case.p
     n = int(maskable.sum())
     share = float(chosen[maskable].float().mean())
-    if _near(share, p, n, _SHARE_SLACK):
+    if _near(share, p, n):
         return
     said = (f"Your {name} is not right yet {case.label}: {_pct(share)} of the maskable tokens were chosen with "
             f"p={p:g}; each maskable token is chosen with probability p")
-    n_chosen, shares = _split(case, inputs, chosen)
+    _, shares = _split(case, inputs, chosen)
     per_row = maskable.sum(dim=1).double()  # (B,)
     among_all = float((p * per_row * per_row / maskable.shape[1]).sum() / per_row.sum())
     listed = [
-        (p != 0.15 and _near(share, 0.15, n, _SHARE_SLACK),
+        (p != 0.15 and _near(share, 0.15, n),
          "that is 15 % whatever p is: your code uses 0.15 where the argument p belongs.", "compare with p itself."),
-        (_near(share, 1 - p, n, _SHARE_SLACK),
+        (_near(share, 1 - p, n),
          "that is 1 - p: a token is chosen where its random number is below p, torch.rand(...) < p (> p chooses "
          "1 - p of them).", _HINT_CHOOSE),
-        (_near(share, among_all, n, _SHARE_SLACK) and abs(among_all - p) > 0.02,
+        (_near(share, among_all, n) and abs(among_all - p) > 0.02,
          f"that is about p times the share of each sequence's positions that are maskable ({_pct(among_all)} "
          "expected so): your count of chosen tokens is taken among all positions (padding, [CLS] and [SEP] "
          "included) and the ones that are not maskable are dropped afterwards.",
          "choose among the maskable tokens only: " + _HINT_CHOOSE),
-        (_near(share, 0.8 * p, n, _SHARE_SLACK) and shares[0] > 0.97,
+        (_near(share, 0.8 * p, n) and shares[0] > 0.97,
          "that is about 0.8 p, and every one of them became mask_id: chosen marks only the tokens that became "
          "mask_id, but the model predicts the ones that got a random id or stayed as they were too.",
          "chosen is the whole selection, made before the 80/10/10 split; return that one."),
-        (_near(share, 0.9 * p, n, _SHARE_SLACK) and shares[2] < 0.03,
+        (_near(share, 0.9 * p, n) and shares[2] < 0.03,
          "that is about 0.9 p, and none of them stayed as it was: chosen leaves out the selected tokens that keep "
          "their id, but the model must predict those too.",
          "chosen is the whole selection, made before the 80/10/10 split (not inputs != token_ids)."),
     ]
-    for fits, what, hint in listed:
-        if fits:
-            raise ExerciseError(f"{said}: {what}\nHint: {hint}")
+    _fail_first((fits, f"{said}: {what}\nHint: {hint}") for fits, what, hint in listed)
     found = _p_probe(name, fn, case)
-    if found:
-        raise ExerciseError(f"{said}: {found}")
-    raise ExerciseError(f"{said}.\nHint: {_HINT_CHOOSE}")
+    raise ExerciseError(f"{said}: {found}" if found else f"{said}.\nHint: {_HINT_CHOOSE}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -310,21 +291,19 @@ def _check_split(name, fn, case: _Case, inputs, chosen):
     n, shares = _split(case, inputs, chosen)
     if n == 0:
         return
-    said = f"Your {name} is not right yet {case.label}: {_split_text(shares)}"
-    found = _fate_probe(case, inputs, chosen)
+    told = f"Your {name} is not right yet {case.label}: "
+    bert = _split_fits(shares, (0.8, 0.1, 0.1), n, case.vocab_size)
+    # Each token's lot drawn on its own first; then, if the shares are off, the split at p=1 and in small batches.
+    found = _fate_probe(case, inputs, chosen) or ("" if bert else _split_probe(name, fn, case, shares, n))
     if found:
-        raise ExerciseError(f"Your {name} is not right yet {case.label}: {found}")
-    if _split_fits(shares, (0.8, 0.1, 0.1), n, case.vocab_size):
+        raise ExerciseError(told + found)
+    if bert:
         return
-    found = _split_probe(name, fn, case, shares, n)
-    if found:
-        raise ExerciseError(f"Your {name} is not right yet {case.label}: {found}")
     fits = [(_split_distance(shares, rule, n, case.vocab_size), what) for rule, what in _SPLIT_MISTAKES
-            if _split_fits(shares, rule, n, case.vocab_size, slack=0.02)]
-    if fits:
-        raise ExerciseError(f"{said}: {min(fits)[1]}\nHint: {_HINT_SPLIT}")
-    raise ExerciseError(f"{said}; BERT's rule is 80 % mask_id, 10 % a random id and 10 % left as they were.\n"
-                        f"Hint: {_HINT_SPLIT}")
+            if _split_fits(shares, rule, n, case.vocab_size, slack=0.02)]  # the closest listed split, if any
+    what = (f": {min(fits)[1]}" if fits
+            else "; BERT's rule is 80 % mask_id, 10 % a random id and 10 % left as they were.")
+    raise ExerciseError(f"{told}{_split_text(shares)}{what}\nHint: {_HINT_SPLIT}")
 
 
 def _check_one_id(name, case: _Case, inputs, chosen):
@@ -419,6 +398,29 @@ def _check_generator(name, fn, case: _Case, inputs, chosen):
 # The checker
 
 
+def _check_count(name, case: _Case, inputs, chosen):
+    """Chosen only where maskable (and nothing else changed), none at p=0, every maskable token at p=1."""
+    _check_places(name, case, inputs, chosen)
+    n_maskable, n_chosen = int(case.maskable.sum()), int(chosen.sum())
+    if case.p == 0 and n_chosen:
+        raise ExerciseError(
+            f"Your {name} chose {n_chosen} tokens {case.label}: with p=0 no token is chosen (not even one per "
+            f"sequence).\nHint: {_HINT_CHOOSE}")
+    if case.p == 1 and n_chosen != n_maskable:
+        raise ExerciseError(
+            f"Your {name} chose {n_chosen:,} of the {n_maskable:,} maskable tokens {case.label}: with p=1 every "
+            f"maskable token is chosen.\nHint: {_HINT_CHOOSE}")
+
+
+def _check_default_p(name, case: _Case, inputs, chosen, label, why):
+    """Called with p left at its default: chosen only where maskable, and 15 % of the maskable tokens."""
+    _check_places(name, case, inputs, chosen, label)
+    share = float(chosen[case.maskable].float().mean())
+    if not _near(share, 0.15, int(case.maskable.sum())):
+        raise ExerciseError(f"Your {name} chose {_pct(share)} of the maskable tokens {label}; p's default is 0.15, "
+                            + why)
+
+
 @_checker("mask_tokens")
 def check_mask_tokens(fn):
     """Check ``mask_tokens(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15) -> (inputs, chosen)``."""
@@ -430,12 +432,7 @@ def check_mask_tokens(fn):
         inputs, chosen = _call(name, fn, case)
         if number == 0:
             _check_generator(name, fn, case, inputs, chosen)
-        _check_places(name, case, inputs, chosen)
-        n_maskable, n_chosen = int(case.maskable.sum()), int(chosen.sum())
-        if case.p == 1 and n_chosen != n_maskable:
-            raise ExerciseError(
-                f"Your {name} chose {n_chosen:,} of the {n_maskable:,} maskable tokens {case.label}: with p=1 every "
-                f"maskable token is chosen.\nHint: {_HINT_CHOOSE}")
+        _check_count(name, case, inputs, chosen)
         found = _dependence_probe(case, chosen)
         if found:
             raise ExerciseError(f"Your {name} is not right yet {case.label}: {found}")
@@ -458,27 +455,17 @@ def check_mask_tokens(fn):
         if exc.__cause__ is None:  # the checker's own verdict on what came back: it stands
             raise
         raise ExerciseError(
-            f"{exc}\nKeep the signature's order, mask_tokens(token_ids, maskable, mask_id, vocab_size, "
-            "generator=None, p=0.15): pretrain passes the generator fifth, without its name."
+            f"{exc}\nKeep the signature's order, {_SIGNATURE}: pretrain passes the generator fifth, without its name."
         ) from exc.__cause__
-    _check_places(name, case, inputs, chosen, label)
-    share = float(chosen[case.maskable].float().mean())
-    if not _near(share, 0.15, int(case.maskable.sum()), _SHARE_SLACK):
-        raise ExerciseError(
-            f"Your {name} chose {_pct(share)} of the maskable tokens {label}; p's default is 0.15, BERT's 15 %.\n"
-            "Hint: keep the signature the exercise gives: mask_tokens(token_ids, maskable, mask_id, vocab_size, "
-            "generator=None, p=0.15).")
+    _check_default_p(name, case, inputs, chosen, label,
+                     f"BERT's 15 %.\nHint: keep the signature the exercise gives: {_SIGNATURE}.")
 
     # generator=None: torch's global generator.
     label = (f"{case.label.rsplit(', p=', 1)[0]}, called without a generator, mask_tokens(token_ids, maskable, "
              "mask_id, vocab_size) (p at its default)")
     inputs, chosen = _call(name, fn, case, label=label, form="global")
-    _check_places(name, case, inputs, chosen, label)
-    share = float(chosen[case.maskable].float().mean())
-    if not _near(share, 0.15, int(case.maskable.sum()), _SHARE_SLACK):
-        raise ExerciseError(
-            f"Your {name} chose {_pct(share)} of the maskable tokens {label}; p's default is 0.15, whether a "
-            f"generator is given or not.\nHint: {_HINT_CHOOSE}")
+    _check_default_p(name, case, inputs, chosen, label,
+                     f"whether a generator is given or not.\nHint: {_HINT_CHOOSE}")
     _, again = _call(name, fn, case, label=label, form="global", global_seed=_GLOBAL_SEED + 1)
     if torch.equal(chosen, again):
         raise ExerciseError(
@@ -489,14 +476,4 @@ def check_mask_tokens(fn):
 
     # Tiny batches: nothing maskable, p=0, p=1, one token.
     for case in _tiny_cases():
-        inputs, chosen = _call(name, fn, case)
-        _check_places(name, case, inputs, chosen)
-        n_maskable, n_chosen = int(case.maskable.sum()), int(chosen.sum())
-        if case.p == 0 and n_chosen:
-            raise ExerciseError(
-                f"Your {name} chose {n_chosen} tokens {case.label}: with p=0 no token is chosen (not even one per "
-                f"sequence).\nHint: {_HINT_CHOOSE}")
-        if case.p == 1 and n_chosen != n_maskable:
-            raise ExerciseError(
-                f"Your {name} chose {n_chosen} of the {n_maskable} maskable tokens {case.label}: with p=1 every "
-                f"maskable token is chosen.\nHint: {_HINT_CHOOSE}")
+        _check_count(name, case, *_call(name, fn, case))

@@ -6,17 +6,20 @@ from __future__ import annotations
 import torch
 
 from ._compare import _spans, probe
-from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _invoke, _shape, _snapshot
+from ._modules import _call_inputs
+from ._run import ExerciseError, _checker, _expect_tensor, _invoke, _shape
 from .registry import exercise
 
 
 def _check_mask_like(name, got, want, label, layout,
                      build="a comparison such as `token_ids != pad_id` already gives bools"):
+    """``got`` as a bool tensor of ``want``'s shape; ``layout`` is the hint for a wrong shape (or makes it from
+    the two shapes)."""
     got = _expect_tensor(name, got, label, "a bool mask")
     if got.shape != want.shape:
-        hint = f"\nHint: {layout}"
+        hint = layout if isinstance(layout, str) else layout(tuple(got.shape), tuple(want.shape))
         raise ExerciseError(
-            f"Your {name} returned shape {_shape(got)} {label}, but it should be {_shape(want)}.{hint}"
+            f"Your {name} returned shape {_shape(got)} {label}, but it should be {_shape(want)}.\nHint: {hint}"
         )
     if got.dtype != torch.bool:
         raise ExerciseError(
@@ -25,6 +28,22 @@ def _check_mask_like(name, got, want, label, layout,
             ".long())."
         )
     return got
+
+
+def _padding_layout(shape: tuple, want: tuple) -> str:
+    """What a padding mask of the wrong shape most likely comes from (``want`` is (B, 1, 1, L))."""
+    b, length = want[0], want[-1]
+    if shape == (b, length):
+        return ("add the two middle dimensions so the mask broadcasts over heads and queries: "
+                "mask[:, None, None, :] gives (B, 1, 1, L).")
+    if shape == (length, 1, 1, b):
+        return ("the sequences and the positions are swapped: one row per sequence of token_ids as "
+                "given, (B, 1, 1, L), without transposing it (no .T).")
+    if sorted(shape) == sorted(want) and shape[-1] == length:
+        return "the batch axis comes first: (B, 1, 1, L), e.g. mask[:, None, None, :]."
+    if sorted(shape) == sorted(want):
+        return "the key axis L must be the last dimension: (B, 1, 1, L)."
+    return "the shape should be (B, 1, 1, L), e.g. (token_ids != pad_id)[:, None, None, :]."
 
 
 def _padding_rules(ids: torch.Tensor, pad_id: int) -> list:
@@ -50,19 +69,6 @@ def _padding_rules(ids: torch.Tensor, pad_id: int) -> list:
     ]
 
 
-def _padding_mistake(got: torch.Tensor, ids: torch.Tensor, pad_id: int, again=None, unused=None) -> str:
-    """Name the rule a wrong (B, L) padding mask follows, if it is a usual one ("" if none fits).
-
-    ``again`` is the learner's mask for the same ids with ``unused``, a pad_id that appears nowhere: a
-    rule is named only when it gives that one too (a rule can fit one input by chance).
-    """
-    there = _padding_rules(ids, unused) if again is not None else None
-    for index, (rule, message) in enumerate(_padding_rules(ids, pad_id)):
-        if torch.equal(got, rule) and (there is None or torch.equal(again, there[index][0])):
-            return message
-    return ""
-
-
 @probe
 def _padding_probe(name, fn, label, got: torch.Tensor, ids: torch.Tensor, pad_id: int, fresh, unused: int) -> str:
     """What a wrong (B, L) padding mask responds to: the ids themselves, or the positions, or neither.
@@ -71,10 +77,6 @@ def _padding_probe(name, fn, label, got: torch.Tensor, ids: torch.Tensor, pad_id
     drops are named. A pad_id that appears nowhere (``unused``; the learner's mask for it is ``fresh``)
     must give a mask of all True.
     """
-    want = ids != pad_id
-    by_id = {}
-    for token, keep in zip(ids.reshape(-1).tolist(), got.reshape(-1).tolist()):
-        by_id.setdefault(token, set()).add(keep)
     if isinstance(fresh, torch.Tensor) and fresh.dtype == torch.bool and fresh.numel() == ids.numel() \
             and not fresh.all():
         dropped = sorted({t for t, k in zip(ids.reshape(-1).tolist(), fresh.reshape(-1).tolist()) if not k})
@@ -88,12 +90,15 @@ def _padding_probe(name, fn, label, got: torch.Tensor, ids: torch.Tensor, pad_id
         return ("with the sequences in reverse order your mask's rows should simply swap places too, but they do "
                 "not: each sequence's row must come from its own ids alone (token_ids != pad_id, row by row), "
                 "not from another sequence or from the batch as a whole.")
+    by_id = {}
+    for token, keep in zip(ids.reshape(-1).tolist(), got.reshape(-1).tolist()):
+        by_id.setdefault(token, set()).add(keep)
     if all(len(v) == 1 for v in by_id.values()):
         dropped = sorted(t for t, v in by_id.items() if v == {False})
         return (f"your mask follows the ids, as it should, but marks the ids {dropped} as padding, and only "
                 f"{pad_id} is: token_ids != pad_id.")
-    real_dropped = [(b, j) for b, j in (want & ~got).nonzero().tolist()]
-    pads_kept = [(b, j) for b, j in (~want & got).nonzero().tolist()]
+    want = ids != pad_id
+    real_dropped, pads_kept = (want & ~got).nonzero().tolist(), (~want & got).nonzero().tolist()
     parts = []
     if real_dropped:
         b, j = real_dropped[0]
@@ -122,28 +127,9 @@ def check_padding_mask(fn):
          "for token ids (2, 4) padded on the left and in the middle (pad_id=0)"),
     ]
     for ids, pad_id, label in cases:
-        inputs = {"token_ids": ids}
-        before = _snapshot(inputs)
-        got = _invoke(name, label, fn, ids, pad_id)
-        _check_unchanged(name, before, inputs)
+        got = _call_inputs(name, fn, label, {"token_ids": ids, "pad_id": pad_id}, None)
         want = reference(ids, pad_id)
-        b, length = ids.shape
-        if isinstance(got, torch.Tensor) and got.shape != want.shape:
-            if tuple(got.shape) == (b, length):
-                layout = ("add the two middle dimensions so the mask broadcasts over heads and queries: "
-                          "mask[:, None, None, :] gives (B, 1, 1, L).")
-            elif tuple(got.shape) == (length, 1, 1, b):
-                layout = ("the sequences and the positions are swapped: one row per sequence of token_ids as "
-                          "given, (B, 1, 1, L), without transposing it (no .T).")
-            elif sorted(got.shape) == sorted(want.shape) and got.shape[-1] == length:
-                layout = "the batch axis comes first: (B, 1, 1, L), e.g. mask[:, None, None, :]."
-            elif sorted(got.shape) == sorted(want.shape):
-                layout = "the key axis L must be the last dimension: (B, 1, 1, L)."
-            else:
-                layout = "the shape should be (B, 1, 1, L), e.g. (token_ids != pad_id)[:, None, None, :]."
-        else:
-            layout = "the shape should be (B, 1, 1, L)."
-        got = _check_mask_like(name, got, want, label, layout)
+        got = _check_mask_like(name, got, want, label, _padding_layout)
         if torch.equal(got, want):
             continue
         if torch.equal(got, ~want):
@@ -160,38 +146,75 @@ def check_padding_mask(fn):
         unused = int(ids.max()) + 7
         again = _invoke(name, f"for the same token ids with pad_id={unused} (an id that appears nowhere)",
                         fn, ids, unused)
+        got = got[:, 0, 0, :]
         named = ""
         if isinstance(again, torch.Tensor) and again.numel() == ids.numel():
-            named = _padding_mistake(got[:, 0, 0, :], ids, pad_id, again.reshape(ids.shape).bool(), unused)
-        if named:
-            raise ExerciseError(f"Your {name} is not right yet {label}: {named}")
-        found = _padding_probe(name, fn, label, got[:, 0, 0, :], ids, pad_id, again, unused)
-        raise ExerciseError(
-            f"Your {name} is not right yet {label}: {found}\nYou return {got[:, 0, 0, :].int().tolist()}, the right "
-            f"mask is {want[:, 0, 0, :].int().tolist()} (1 = True = real token)."
-        )
+            there = again.reshape(ids.shape).bool()
+            named = next((message for (rule, message), (other, _) in
+                          zip(_padding_rules(ids, pad_id), _padding_rules(ids, unused))
+                          if torch.equal(got, rule) and torch.equal(there, other)), "")
+        message = named or (_padding_probe(name, fn, label, got, ids, pad_id, again, unused)
+                            + f"\nYou return {got.int().tolist()}, the right mask is "
+                            f"{want[:, 0, 0, :].int().tolist()} (1 = True = real token).")
+        raise ExerciseError(f"Your {name} is not right yet {label}: {message}")
+
+
+def _allowed(mask: torch.Tensor) -> list:
+    """The keys each query (row) of a square mask may attend to."""
+    return [[j for j, keep in enumerate(row) if keep] for row in mask.tolist()]
+
+
+def _first_wrong_row(got: torch.Tensor, want: torch.Tensor, outside: str, inside: str, rule: str = "") -> str:
+    """Which keys the first wrong query of a square mask may attend to, against ``want``'s (a run of keys):
+    ``outside`` says why a key it should not see is wrong, ``inside`` why a missing one must be allowed."""
+    rows = [(i, keys) for i, (keys, right) in enumerate(zip(_allowed(got), _allowed(want))) if keys != right]
+    i, allowed = rows[0]
+    right = _allowed(want)[i]
+    seen = f"keys {_spans(allowed)}" if allowed else "no key at all"
+    extra, missing = [j for j in allowed if j not in right], [j for j in right if j not in allowed]
+    why = [f"{_spans(keys)} {'is' if len(keys) == 1 else 'are'} {what}"
+           for keys, what in ((extra, outside), (missing, inside)) if keys]
+    should = f"keys {right[0]}-{right[-1]}" if right[-1] > right[0] else f"key {right[0]} alone (itself)"
+    return (f"{len(rows)} of {got.shape[0]} rows are wrong; the first, query {i}, may attend to {seen}, but it should "
+            f"be {should}{rule}: " + "; ".join(why) + ".")
+
+
+def _square_verdict(name, label, got, want, rules, found, *args):
+    """Raise for ``got``, a wrong (L, L) mask: the first of ``rules`` (mask, explanation) it equals, or else the
+    diagnosis of the probe ``found(got, want, *args)`` with both masks shown."""
+    message = next((m for rule, m in rules if torch.equal(got, rule)), "") or (found(got, want, *args) + (
+        f"\nYou return {got.int().tolist()}, the right mask is {want.int().tolist()} (1 = True = may attend; "
+        "row = query, column = key)."))
+    raise ExerciseError(f"Your {name} is not right yet {label}: {message}")
+
+
+def _causal_rules(length: int) -> list:
+    """The usual wrong causal masks of size ``length``, each with its explanation."""
+    ones = torch.ones(length, length, dtype=torch.bool)
+    return [
+        (ones.triu(1), "it is inverted: True marks the future positions. True means 'may attend', so "
+                       "position i may attend to 0..i (the lower triangle, torch.tril)."),
+        (ones.triu(), "True sits on and above the diagonal, so each position sees the future. Query i "
+                      "(row i) may attend to keys 0..i: the lower triangle, torch.tril."),
+        (ones.tril(-1), "the diagonal is False, so a position cannot attend to itself. Keep the diagonal: "
+                        "torch.tril(..., diagonal=0)."),
+        (~ones.tril(-1), "it is inverted. True means 'may attend': True on and below the diagonal (torch.tril)."),
+        (torch.eye(length, dtype=torch.bool), "only the diagonal is True, so each position sees only itself. "
+                                              "Position i may attend to every key up to itself, 0..i: the lower "
+                                              "triangle, torch.tril."),
+        *[(ones.tril(d), f"torch.tril(..., diagonal={d}) lets each position also see the next {d} key(s), the "
+                         "future. Use diagonal=0 (the default): position i attends to keys 0..i.")
+          for d in range(1, length)],
+        *[(ones.triu(d), f"torch.triu(..., diagonal={d}) keeps the upper triangle, the future keys. A causal mask "
+                         "is the lower triangle: torch.tril(torch.ones(L, L, dtype=torch.bool)).")
+          for d in range(-length + 1, 0)],
+    ]
 
 
 @probe
-def _causal_probe(got: torch.Tensor) -> str:
+def _causal_probe(got: torch.Tensor, want: torch.Tensor) -> str:
     """Which keys each query of a wrong causal mask may attend to, against 0..i."""
-    rows = []
-    for i, row in enumerate(got.tolist()):
-        allowed = [j for j, keep in enumerate(row) if keep]
-        if allowed != list(range(i + 1)):
-            rows.append((i, allowed))
-    i, allowed = rows[0]
-    seen = f"keys {_spans(allowed)}" if allowed else "no key at all"
-    future = [j for j in allowed if j > i]
-    missing = [j for j in range(i + 1) if j not in allowed]
-    why = []
-    if future:
-        why.append(f"{_spans(future)} {'is' if len(future) == 1 else 'are'} in its future")
-    if missing:
-        why.append(f"{_spans(missing)} {'is' if len(missing) == 1 else 'are'} its past or itself and must be allowed")
-    should = f"keys 0-{i}" if i else "key 0 alone (itself)"
-    return (f"{len(rows)} of {got.shape[0]} rows are wrong; the first, query {i}, may attend to {seen}, but it should "
-            f"be {should}: " + "; ".join(why) + ".")
+    return _first_wrong_row(got, want, "in its future", "its past or itself and must be allowed")
 
 
 @_checker("causal_mask")
@@ -205,41 +228,20 @@ def check_causal_mask(fn):
         got = _check_mask_like(name, got, want, label,
                                "return one row per query and one column per key: shape (L, L).",
                                "build it from bools, e.g. torch.ones(L, L, dtype=torch.bool).tril()")
-        if torch.equal(got, want):
-            continue
-        ones = torch.ones(length, length, dtype=torch.bool)
-        if torch.equal(got, ones.triu(1)):
-            message = ("it is inverted: True marks the future positions. True means 'may attend', so "
-                       "position i may attend to 0..i (the lower triangle, torch.tril).")
-        elif torch.equal(got, ones.triu()):
-            message = ("True sits on and above the diagonal, so each position sees the future. Query i "
-                       "(row i) may attend to keys 0..i: the lower triangle, torch.tril.")
-        elif torch.equal(got, ones.tril(-1)):
-            message = ("the diagonal is False, so a position cannot attend to itself. Keep the diagonal: "
-                       "torch.tril(..., diagonal=0).")
-        elif torch.equal(got, ~ones.tril(-1)):
-            message = "it is inverted. True means 'may attend': True on and below the diagonal (torch.tril)."
-        elif torch.equal(got, torch.eye(length, dtype=torch.bool)):
-            message = ("only the diagonal is True, so each position sees only itself. Position i may attend "
-                       "to every key up to itself, 0..i: the lower triangle, torch.tril.")
-        elif any(torch.equal(got, ones.tril(d)) for d in range(1, length)):
-            d = next(d for d in range(1, length) if torch.equal(got, ones.tril(d)))
-            message = (f"torch.tril(..., diagonal={d}) lets each position also see the next {d} key(s), the "
-                       "future. Use diagonal=0 (the default): position i attends to keys 0..i.")
-        elif any(torch.equal(got, ones.triu(d)) for d in range(-length + 1, 0)):
-            d = next(d for d in range(-length + 1, 0) if torch.equal(got, ones.triu(d)))
-            message = (f"torch.triu(..., diagonal={d}) keeps the upper triangle, the future keys. A causal mask "
-                       "is the lower triangle: torch.tril(torch.ones(L, L, dtype=torch.bool)).")
-        else:
-            message = _causal_probe(got) + (
-                f"\nYou return {got.int().tolist()}, the right mask is {want.int().tolist()} (1 = True = may "
-                "attend; row = query, column = key).")
-        raise ExerciseError(f"Your {name} is not right yet {label}: {message}")
+        if not torch.equal(got, want):
+            _square_verdict(name, label, got, want, _causal_rules(length), _causal_probe)
 
 
 def _offsets(length: int) -> torch.Tensor:
     i = torch.arange(length)  # (L,)
     return i[:, None] - i[None, :]  # (L, L): query minus key
+
+
+def _window_layout(shape: tuple, want: tuple) -> str:
+    if len(shape) > 2 and shape[-2:] == want:
+        return ("return (L, L), one row per query and one column per key, without batch or head dimensions: "
+                "the attention broadcasts an (L, L) mask over them.")
+    return "return one row per query and one column per key: shape (L, L), L = length."
 
 
 def _window_rules(length: int, window: int, odd_passed: bool) -> list:
@@ -252,6 +254,7 @@ def _window_rules(length: int, window: int, odd_passed: bool) -> list:
     half = window // 2
     up = (window + 1) // 2  # -window // 2 is -up in Python
     both = f"with window={window}, query i sees keys i - {half} to i + {half}: |i - j| <= window // 2"
+    ways = f"Local attention in an encoder looks both ways: {both}."
     if window % 2 == 0 and odd_passed:
         fewer = (f"it uses (window - 1) // 2 on each side, which is window // 2 for an odd window but one key too few "
                  f"for an even one ({(window - 1) // 2} instead of {half} here). ModernBERT's window of 128 sees 64 "
@@ -259,68 +262,49 @@ def _window_rules(length: int, window: int, odd_passed: bool) -> list:
     else:
         fewer = (f"one key too few on each side: a strict < (|i - j| < window // 2) or window // 2 - 1. The bound is "
                  f"included: {both}.")
+    whole = [(off.abs() <= window, "<="), (off.abs() < window, "<")]
+    lopsided = [((off <= up) & (off >= -half), up, half), ((off >= -up) & (off <= half), half, up)]
     return [
         (off.abs() > half, "it is inverted: True marks the keys outside the window. True means 'may attend': True "
                            "where |i - j| <= window // 2."),
         (off.abs() < half, fewer),
         (off.abs() <= half + 1, "one key too many on each side: window // 2 + 1 (or (window + 1) // 2 for an odd "
                                 f"window). {both[0].upper()}{both[1:]}."),
-        (off.abs() <= window, "the whole window on either side (|i - j| <= window): the window is shared between "
-                              f"the two sides, window // 2 each; {both}."),
-        (off.abs() < window, "the whole window on either side (|i - j| < window): the window is shared between "
-                             f"the two sides, window // 2 each; {both}."),
+        *[(rule, f"the whole window on either side (|i - j| {op} window): the window is shared between the two "
+                 f"sides, window // 2 each; {both}.") for rule, op in whole],
         ((off >= 0) & (off <= half), "one-sided, like a causal mask: each query sees only itself and the keys "
-                                     f"before it (i - {half} to i). Local attention in an encoder looks both ways: "
-                                     f"{both}."),
+                                     f"before it (i - {half} to i). {ways}"),
         ((off >= 0) & (off < window), "one-sided, like a causal mask of width window (the keys i - window + 1 to i, "
-                                      f"Mistral's sliding window). Local attention in an encoder looks both ways: "
-                                      f"{both}."),
+                                      f"Mistral's sliding window). {ways}"),
         ((off >= 0) & (off <= window), "one-sided, like a causal mask: each query sees only itself and the keys "
-                                       f"before it. Local attention in an encoder looks both ways: {both}."),
+                                       f"before it. {ways}"),
         ((off <= 0) & (off >= -half), "one-sided: each query sees only itself and the keys after it (i to "
-                                      f"i + {half}). Local attention in an encoder looks both ways: {both}."),
+                                      f"i + {half}). {ways}"),
         ((off.abs() <= half) & (off != 0), "the diagonal is False, so a query cannot attend to itself: |i - i| = 0 "
                                            "is inside every window."),
-        ((off <= up) & (off >= -half), f"the band is lopsided: {up} keys back and {half} ahead. In Python "
-                                       f"-window // 2 is (-window) // 2, which rounds down (-{window} // 2 = {-up}): "
-                                       "write -(window // 2)."),
-        ((off >= -up) & (off <= half), f"the band is lopsided: {half} keys back and {up} ahead. In Python "
-                                       f"-window // 2 is (-window) // 2, which rounds down (-{window} // 2 = {-up}): "
-                                       "write -(window // 2)."),
+        *[(rule, f"the band is lopsided: {back} keys back and {ahead} ahead. In Python -window // 2 is (-window) "
+                 f"// 2, which rounds down (-{window} // 2 = {-up}): write -(window // 2).")
+          for rule, back, ahead in lopsided],
         (torch.ones(length, length, dtype=torch.bool),
          f"every query may attend to every key: the window is not applied ({both})."),
     ]
 
 
 @probe
-def _window_probe(got: torch.Tensor, length: int, window: int) -> str:
+def _window_probe(got: torch.Tensor, want: torch.Tensor, window: int) -> str:
     """How far back and ahead each query of a wrong window mask sees, against window // 2 on each side."""
     half = window // 2
-    rows = []
-    for i, row in enumerate(got.tolist()):
-        allowed = [j for j, keep in enumerate(row) if keep]
-        if allowed != [j for j in range(length) if abs(i - j) <= half]:
-            rows.append((i, allowed))
-    if all(allowed and allowed == list(range(allowed[0], allowed[-1] + 1)) for _, allowed in rows):
-        off = _offsets(length)
-        back = max(i - min(j for j, keep in enumerate(row) if keep) for i, row in enumerate(got.tolist()) if any(row))
-        ahead = max(max(j for j, keep in enumerate(row) if keep) - i for i, row in enumerate(got.tolist()) if any(row))
+    keys = _allowed(got)
+    # The right rows are runs of keys already: a band needs every row to be one.
+    if all(allowed and allowed == list(range(allowed[0], allowed[-1] + 1)) for allowed in keys):
+        back = max(i - allowed[0] for i, allowed in enumerate(keys))
+        ahead = max(allowed[-1] - i for i, allowed in enumerate(keys))
+        off = _offsets(len(keys))
         if back >= 0 and ahead >= 0 and torch.equal(got, (off <= back) & (off >= -ahead)):
             return (f"your mask is a band: each query sees up to {back} key{'s' if back != 1 else ''} back and "
                     f"{ahead} ahead, but window={window} means window // 2 = {half} on each side, the same both ways.")
-    i, allowed = rows[0]
-    seen = f"keys {_spans(allowed)}" if allowed else "no key at all"
-    outside = [j for j in allowed if abs(i - j) > half]
-    missing = [j for j in range(length) if abs(i - j) <= half and j not in allowed]
-    why = []
-    if outside:
-        why.append(f"{_spans(outside)} {'is' if len(outside) == 1 else 'are'} outside the window")
-    if missing:
-        why.append(f"{_spans(missing)} {'is' if len(missing) == 1 else 'are'} inside it and must be allowed")
-    low, high = max(0, i - half), min(length - 1, i + half)
-    should = f"keys {low}-{high}" if high > low else f"key {low} alone (itself)"
-    return (f"{len(rows)} of {length} rows are wrong; the first, query {i}, may attend to {seen}, but it should be "
-            f"{should} (|i - j| <= window // 2 = {half}): " + "; ".join(why) + ".")
+    return _first_wrong_row(got, want, "outside the window", "inside it and must be allowed",
+                            f" (|i - j| <= window // 2 = {half})")
 
 
 @_checker("sliding_window_mask")
@@ -335,26 +319,12 @@ def check_sliding_window_mask(fn):
         label = f"for length={length}, window={window}"
         if window >= 2 * (length - 1):
             label += " (a window that covers the whole sequence)"
-        keyword = length == 6 and window == 6  # one call names the device, as a model does
-        if keyword:
-            label += ", device='cpu'"
-            got = _invoke(name, label, fn, length, window, device="cpu")
-        else:
-            got = _invoke(name, label, fn, length, window)
+        keywords = {"device": "cpu"} if (length, window) == (6, 6) else {}  # one call names the device, as a model does
+        label += "".join(f", {k}={v!r}" for k, v in keywords.items())
+        got = _invoke(name, label, fn, length, window, **keywords)
         want = reference(length, window)
-        if isinstance(got, torch.Tensor) and got.dim() > 2 and got.shape[-2:] == want.shape:
-            layout = ("return (L, L), one row per query and one column per key, without batch or head dimensions: "
-                      "the attention broadcasts an (L, L) mask over them.")
-        else:
-            layout = "return one row per query and one column per key: shape (L, L), L = length."
-        got = _check_mask_like(name, got, want, label, layout, "a comparison such as (i[:, None] - i[None, :]).abs() "
-                                                                "<= window // 2 already gives bools")
-        if torch.equal(got, want):
-            odd_passed = odd_passed or window % 2 == 1
-            continue
-        message = next((m for rule, m in _window_rules(length, window, odd_passed) if torch.equal(got, rule)), "")
-        if not message:
-            message = _window_probe(got, length, window) + (
-                f"\nYou return {got.int().tolist()}, the right mask is {want.int().tolist()} (1 = True = may attend; "
-                "row = query, column = key).")
-        raise ExerciseError(f"Your {name} is not right yet {label}: {message}")
+        got = _check_mask_like(name, got, want, label, _window_layout, "a comparison such as (i[:, None] - i[None, :])"
+                                                                       ".abs() <= window // 2 already gives bools")
+        if not torch.equal(got, want):
+            _square_verdict(name, label, got, want, _window_rules(length, window, odd_passed), _window_probe, window)
+        odd_passed = odd_passed or window % 2 == 1

@@ -16,149 +16,117 @@ from .attention import _attention, _fragile
 from .registry import exercise
 
 _MHA_PATHS = [f"{w}.{p}" for w in ("w_q", "w_k", "w_v", "w_o") for p in ("weight", "bias")]
+_QKV = ("w_q", "w_k", "w_v")
+# How the features (B, L, d_model) are viewed as heads before they move to (B, H, L, d_head), and merged back:
+# "transpose" views them as (B, L, H, d_head), as it should; "plain" as (B, H, L, d_head) directly; "head_last"
+# as (B, L, d_head, H), where the features of one head are not contiguous.
+_VIEWS = {"transpose": "blhd", "plain": "bhld", "head_last": "bldh"}
 
 
-def _mha(x, p, n_heads, mask=None, *, split="transpose", merge="transpose", scale="head",
-         use_wo=True, project_v=True, shared="", bias="all", transpose_w=True, causal=False, residual=False,
-         route=None, mask_t=False, **attn_kw):
+def _mha(x, p, n_heads, mask=None, *, split="transpose", merge="transpose", divide=None, use_wo=True,
+         project_v=True, shared=None, bias=_QKV + ("w_o",), transpose_w=True, causal=False, residual=False, route=None,
+         mask_t=False, fragile=None, **attn_kw):
+    """Multi-head attention and its usual mistakes, as a list of results: in float64, or in x's dtype with a
+    ``fragile`` softmax (one that breaks on large scores, see ``_fragile``). ``divide(d_model, n_heads)``: what
+    the scores are divided by instead of sqrt(d_head); ``shared``: the projection each of q, k, v uses instead;
+    ``bias``: the projections whose bias is added."""
     b, length, d_model = x.shape
-    d_head = d_model // n_heads
-    x64 = x.double()
-    lin = {k: v.double() for k, v in p.items()}
+    sizes = {"b": b, "l": length, "h": n_heads, "d": d_model // n_heads}
+    x64 = x if fragile else x.double()
+    lin = {k: v.to(x64.dtype) for k, v in p.items()}
 
     def proj(w, t):
-        w = (shared.get(w, w) if isinstance(shared, dict) else shared) if shared and w != "w_o" else w
-        keep = bias == "all" or (bias == "w_o only" and w == "w_o")
+        w = (shared or {}).get(w, w)
         weight = lin[f"{w}.weight"] if transpose_w else lin[f"{w}.weight"].T  # F.linear computes t @ W.T
-        return F.linear(t, weight, lin[f"{w}.bias"] if keep else None)
+        return F.linear(t, weight, lin[f"{w}.bias"] if w in bias else None)
 
-    def split_(t):
-        if split == "transpose":
-            return t.reshape(b, length, n_heads, d_head).transpose(1, 2)
-        if split == "head_last":  # (B, L, d_head, H): the features of one head are not contiguous
-            return t.reshape(b, length, d_head, n_heads).permute(0, 3, 1, 2)
-        return t.reshape(b, n_heads, length, d_head)
-
-    q, k = split_(proj("w_q", x64)), split_(proj("w_k", x64))
-    v = split_(proj("w_v", x64) if project_v else x64)
-    if scale == "model":
-        q = q * math.sqrt(d_head) / math.sqrt(d_model)
-    elif scale == "none":
-        q = q * math.sqrt(d_head)
-    elif scale == "heads":
-        q = q * math.sqrt(d_head) / math.sqrt(n_heads)
-    elif scale == "d_head":  # divided by d_head itself
-        q = q / math.sqrt(d_head)
-    elif scale == "sqrtD_over_H":  # divided by sqrt(d_model) / n_heads
-        q = q * math.sqrt(d_head) * n_heads / math.sqrt(d_model)
+    view = _VIEWS[split]  # each of q, k, v viewed that way and moved to (B, H, L, d_head)
+    q, k, v = (torch.einsum(f"{view}->bhld", t.reshape([sizes[a] for a in view]))
+               for t in (proj("w_q", x64), proj("w_k", x64), proj("w_v", x64) if project_v else x64))
+    if divide is not None:
+        q = q * math.sqrt(sizes["d"]) / divide(d_model, n_heads)
     if mask is not None and mask_t:
         mask = mask.transpose(-2, -1)
-    if mask is not None and route is not None:  # head h of sequence b gets sequence route(b, h)'s mask
+    if mask is not None and route is not None:  # head h of sequence i gets sequence route[i * H + h]'s mask
         full = torch.broadcast_to(mask, (b, n_heads, length, length))
         keep_all = torch.ones(length, length, dtype=torch.bool)
-        mask = torch.stack([torch.stack([keep_all if route(i, h) is None else full[route(i, h), h]
-                                         for h in range(n_heads)]) for i in range(b)])
+        mask = torch.stack([keep_all if j is None else full[j, i % n_heads] for i, j in enumerate(route)])
+        mask = mask.reshape(b, n_heads, length, length)
     if causal:
         tril = torch.ones(length, length, dtype=torch.bool).tril()
         mask = tril if mask is None else mask & tril
-    heads = _attention(q, k, v, mask, **attn_kw)["out"]
-    if merge == "transpose":
-        merged = heads.transpose(1, 2).reshape(b, length, d_model)
-    elif merge == "head_last":
-        merged = heads.permute(0, 2, 3, 1).reshape(b, length, d_model)
-    else:
-        merged = heads.reshape(b, length, d_model)
-    out = proj("w_o", merged) if use_wo else merged
-    if residual:
-        out = out + x64
-    return {"out": out.to(x.dtype)}
+    heads = _fragile(q, k, v, mask, fragile) if fragile else [_attention(q, k, v, mask, **attn_kw)]
+    merged = [torch.einsum(f"bhld->{_VIEWS[merge]}", one["out"]).reshape(b, length, d_model) for one in heads]
+    outs = [proj("w_o", out) if use_wo else out for out in merged]
+    return [{"out": (out + x64 if residual else out).to(x.dtype)} for out in outs]
 
 
-def _mha_fragile(x, p, n_heads, mask, kind):
-    """Multi-head attention whose softmax breaks on large scores (see ``_fragile``), in x's dtype."""
-    b, length, d_model = x.shape
-
-    def split(t):
-        return t.reshape(b, length, n_heads, d_model // n_heads).transpose(1, 2)
-
-    q, k, v = (split(F.linear(x, p[f"{w}.weight"], p[f"{w}.bias"])) for w in ("w_q", "w_k", "w_v"))
-    return [{"out": F.linear(heads["out"].transpose(1, 2).reshape(b, length, d_model), p["w_o.weight"],
-                             p["w_o.bias"])} for heads in _fragile(q, k, v, mask, kind)]
+def _slip(*options, **common):
+    """A mistake's results: ``_mha`` with the ``common`` keywords and each of the ``options`` in turn."""
+    return lambda x, p, h, m: [out for one in options or [{}] for out in _mha(x, p, h, m, **common, **one)]
 
 
 _MHA_MISTAKES = [
     ("the heads are split without the transpose. Reshape (B, L, d_model) to (B, L, H, d_head) and then "
      "transpose to (B, H, L, d_head); a direct view to (B, H, L, d_head) mixes positions and features.",
-     lambda x, p, h, m: [_mha(x, p, h, m, split="plain", merge="plain"),
-                         _mha(x, p, h, m, split="plain")]),
+     _slip({"merge": "plain"}, {}, split="plain")),
     ("the heads are merged without the transpose. Transpose (B, H, L, d_head) back to (B, L, H, d_head) "
-     "before reshaping to (B, L, d_model) (call .contiguous() or use .reshape).",
-     lambda x, p, h, m: _mha(x, p, h, m, merge="plain")),
+     "before reshaping to (B, L, d_model) (call .contiguous() or use .reshape).", _slip(merge="plain")),
     ("the heads are split or merged in the wrong order: (B, L, d_model) reshapes to (B, L, H, d_head), "
      "heads before features, so each head owns d_head neighbouring features; (B, L, d_head, H) "
      "interleaves the heads. Use the same order to merge them back.",
-     lambda x, p, h, m: [_mha(x, p, h, m, split="head_last", merge="head_last"),
-                         _mha(x, p, h, m, split="head_last"), _mha(x, p, h, m, merge="head_last")]),
+     _slip({"split": "head_last", "merge": "head_last"}, {"split": "head_last"}, {"merge": "head_last"})),
     ("q, k and v all come from the same projection. Each has its own: q = self.w_q(x), "
-     "k = self.w_k(x), v = self.w_v(x).",
-     lambda x, p, h, m: [_mha(x, p, h, m, shared=w) for w in ("w_q", "w_k", "w_v")]),
+     "k = self.w_k(x), v = self.w_v(x).", _slip(*({"shared": dict.fromkeys(_QKV, w)} for w in _QKV))),
     ("q, k and v do not come from their own projections (a layer is used twice, or two are swapped): "
      "q = self.w_q(x), k = self.w_k(x), v = self.w_v(x).",
-     lambda x, p, h, m: [_mha(x, p, h, m, shared=dict(zip(("w_q", "w_k", "w_v"), combo)))
-                         for combo in itertools.product(("w_q", "w_k", "w_v"), repeat=3)
-                         if combo != ("w_q", "w_k", "w_v") and len(set(combo)) > 1]),
+     _slip(*({"shared": dict(zip(_QKV, combo))} for combo in itertools.product(_QKV, repeat=3)
+             if combo != _QKV and len(set(combo)) > 1))),
     ("it adds the input back (a residual). Multi-head attention returns w_o(merged heads) only; the "
-     "encoder block adds the residual.",
-     lambda x, p, h, m: _mha(x, p, h, m, residual=True)),
+     "encoder block adds the residual.", _slip(residual=True)),
     ("the projections' biases are missing: call the layers, self.w_q(x), or pass their bias to F.linear.",
-     lambda x, p, h, m: [_mha(x, p, h, m, bias="none"), _mha(x, p, h, m, bias="w_o only")]),
+     _slip({"bias": ()}, {"bias": ("w_o",)})),
     ("the scores are divided by d_head; divide them by its square root, math.sqrt(d_head).",
-     lambda x, p, h, m: _mha(x, p, h, m, scale="d_head")),
+     _slip(divide=lambda d, h: d // h)),
     ("the projections use the weight matrices untransposed. nn.Linear stores its weight as "
      "(out_features, in_features) and computes x @ W.T + b; simplest is to call the layers: self.w_q(x).",
-     lambda x, p, h, m: _mha(x, p, h, m, transpose_w=False)),
+     _slip(transpose_w=False)),
     ("later positions get no weight, as with a causal mask. An encoder's attention is bidirectional: "
      "every token may attend to every key the given mask allows (no is_causal, no triangle of its own).",
-     lambda x, p, h, m: _mha(x, p, h, m, causal=True)),
+     _slip(causal=True)),
     ("the scores are scaled by sqrt(n_heads); each head should use sqrt(d_head) = sqrt(d_model / n_heads).",
-     lambda x, p, h, m: _mha(x, p, h, m, scale="heads")),
-    ("the output projection is missing: after merging the heads, apply self.w_o.",
-     lambda x, p, h, m: _mha(x, p, h, m, use_wo=False)),
-    ("the values are not projected: v should be self.w_v(x), split into heads like q and k.",
-     lambda x, p, h, m: _mha(x, p, h, m, project_v=False)),
+     _slip(divide=lambda d, h: math.sqrt(h))),
+    ("the output projection is missing: after merging the heads, apply self.w_o.", _slip(use_wo=False)),
+    ("the values are not projected: v should be self.w_v(x), split into heads like q and k.", _slip(project_v=False)),
     ("the scores are scaled by sqrt(d_model); each head should use sqrt(d_head) = sqrt(d_model / n_heads).",
-     lambda x, p, h, m: _mha(x, p, h, m, scale="model")),
-    ("the scores are not scaled: divide each head's q @ k^T by sqrt(d_head).",
-     lambda x, p, h, m: _mha(x, p, h, m, scale="none")),
+     _slip(divide=lambda d, h: math.sqrt(d))),
+    ("the scores are not scaled: divide each head's q @ k^T by sqrt(d_head).", _slip(divide=lambda d, h: 1.0)),
     ("the softmax runs over the wrong axis: it must normalise over the keys, the last dimension (dim=-1).",
-     lambda x, p, h, m: [_mha(x, p, h, m, softmax_dim=d) for d in (1, 2)]),
+     _slip({"softmax_dim": 1}, {"softmax_dim": 2})),
     ("the mask is inverted. True means 'may attend': fill the scores where the mask is False.",
-     lambda x, p, h, m: [_mha(x, p, h, m, mask_mode="inverted", fill=f) for f in ("zero", "nan", "min")]),
+     _slip(*({"fill": f} for f in ("zero", "nan", "min")), mask_mode="inverted")),
     ("masked scores are set to 0, which still gives those keys weight. Fill them with float('-inf') "
-     "before the softmax.", lambda x, p, h, m: _mha(x, p, h, m, mask_mode="zero")),
+     "before the softmax.", _slip(mask_mode="zero")),
     ("the mask is applied after the softmax; fill the masked scores with float('-inf') before it.",
-     lambda x, p, h, m: _mha(x, p, h, m, mask_mode="after")),
+     _slip(mask_mode="after")),
     ("the mask has no effect (is it passed on to the attention?). Padding keys must get zero weight.",
-     lambda x, p, h, m: _mha(x, p, h, m, mask_mode="ignore")),
+     _slip(mask_mode="ignore")),
     ("exp() overflows: your softmax does not subtract each row's maximum before exp(), and exp(89) is already "
      "infinite in float32, so large scores give inf / inf = NaN. Subtract scores.amax(dim=-1, keepdim=True) "
-     "first, or use torch.softmax.",
-     lambda x, p, h, m: _mha_fragile(x, p, h, m, "naive")),
+     "first, or use torch.softmax.", _slip(fragile="naive")),
     ("the mask is applied after the softmax and the kept weights renormalised: the same on paper, but mask "
      "before the softmax; renormalising divides 0 by 0 when every kept weight underflows (large scores whose "
      "maximum sits on a masked key), which gives NaN. Fill the masked scores with float('-inf'), then take "
-     "the softmax.",
-     lambda x, p, h, m: _mha_fragile(x, p, h, m, "renormalise")),
+     "the softmax.", _slip(fragile="renormalise")),
     ("the mask is transposed before use: (B, 1, L, 1) masks queries (rows of the scores), not keys. The mask "
      "already lines up with the scores (B, H, L_q, L_k), keys last: pass it on without transposing it.",
-     lambda x, p, h, m: [_mha(x, p, h, m, mask_t=True, fill=f) for f in ("zero", "nan", "min")]),
+     _slip(*({"fill": f} for f in ("zero", "nan", "min")), mask_t=True)),
     ("the scores are divided by sqrt(d_model) / n_heads; each head divides by the square root of its own "
-     "size: sqrt(d_head) = sqrt(d_model / n_heads).",
-     lambda x, p, h, m: _mha(x, p, h, m, scale="sqrtD_over_H")),
+     "size: sqrt(d_head) = sqrt(d_model / n_heads).", _slip(divide=lambda d, h: math.sqrt(d) / h)),
     ("it splits into a fixed number of heads, not n_heads: take the number of heads from self.n_heads "
      "(and d_head = d_model // n_heads), never from the example's numbers.",
-     lambda x, p, h, m: [_mha(x, p, fixed, m) for fixed in (1, 2, 3, 4, 6, 8)
-                         if fixed != h and x.shape[-1] % fixed == 0]),
+     lambda x, p, h, m: [out for fixed in (1, 2, 3, 4, 6, 8) if fixed != h and x.shape[-1] % fixed == 0
+                         for out in _mha(x, p, fixed, m)]),
 ]
 
 _ROUTES = (  # how head h of sequence b can get the mask of another place, and what causes it
@@ -177,28 +145,20 @@ _ROUTES = (  # how head h of sequence b can get the mask of another place, and w
 )
 
 
-def _routed(x, p, n_heads, mask, fn):
-    """The heads' outputs when head h of sequence b gets the mask ``fn(b, h, B, H)`` names."""
-    return _mha(x, p, n_heads, mask, route=lambda b, h: fn(b, h, x.shape[0], n_heads))
-
-
 def _routing_mistakes(batch: int, n_heads: int):
     """The mask routed to the wrong (sequence, head), grouped by where each head's mask comes from."""
     right = tuple(b for b in range(batch) for _ in range(n_heads))
-    groups: dict = {}
+    groups: dict = {}  # {the sequence whose mask each head gets: the causes}
     for fn, cause in _ROUTES:
         table = tuple(fn(b, h, batch, n_heads) for b in range(batch) for h in range(n_heads))
         if table != right and any(j is not None for j in table):
-            groups.setdefault(table, []).append((fn, cause))
+            groups.setdefault(table, []).append(cause)
     mistakes = []
-    for table, found in groups.items():
-        b, h = divmod(next(i for i, (j, r) in enumerate(zip(table, right)) if j != r), n_heads)
-        j = table[b * n_heads + h]
-        seen = "no mask" if j is None else f"the mask of sequence {j}"
-        mistakes.append((
-            f"the mask reaches the wrong sequence or head (head {h} of sequence {b} gets {seen}): "
-            + "; or ".join(cause for _, cause in found) + ".",
-            functools.partial(_routed, fn=found[0][0])))
+    for table, causes in groups.items():
+        i = next(i for i, (j, r) in enumerate(zip(table, right)) if j != r)
+        seen = "no mask" if table[i] is None else f"the mask of sequence {table[i]}"
+        mistakes.append((f"the mask reaches the wrong sequence or head (head {i % n_heads} of sequence "
+                         f"{i // n_heads} gets {seen}): " + "; or ".join(causes) + ".", _slip(route=table)))
     return mistakes
 
 
@@ -304,8 +264,7 @@ def check_multi_head_attention(cls):
     g = _gen(2)
     # Widths where sqrt(d_head), d_head, sqrt(d_model) and sqrt(n_heads) all differ come first.
     for index, (d_model, n_heads, seed) in enumerate(((16, 2, 11), (12, 3, 12), (16, 4, 14), (8, 1, 13))):
-        pair = Pair(name, cls, (d_model, n_heads), Reference(d_model, n_heads, implementation="eager"), _MHA_PATHS,
-                    seed=seed)
+        pair = Pair(name, cls, (d_model, n_heads), Reference(d_model, n_heads, implementation="eager"), seed=seed)
         cases = _mha_cases(g, d_model)
         for mode in pair.modes(*(("eval", "train") if index == 0 else ("eval",))):
             for label, xx, mask, case_hint in cases:

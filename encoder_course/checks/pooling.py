@@ -9,101 +9,59 @@ learner meets it only once everything else is right.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import torch
 
 from ._compare import _check_gradients, _close, _described, _first_match, _shape_hint, probe
-from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
+from ._modules import _call_inputs
+from ._run import ExerciseError, _checker, _gen, _invoke, _randn, _shape
 from .registry import exercise
 
 
-def _pool(hidden, mask, kind="right"):
-    """The mean over real tokens and its usual slips (in float64, returned in hidden's dtype)."""
-    h, keep = hidden.double(), mask.double()[..., None]  # (B, L, d), (B, L, 1)
-    count = keep.sum(dim=1)  # (B, 1)
-    if kind == "all_tokens":
-        out = h.mean(dim=1)
-    elif kind == "divide_by_L":
-        out = (h * keep).sum(dim=1) / h.shape[1]
-    elif kind == "inverted":
-        pads = 1.0 - keep
-        out = (h * pads).sum(dim=1) / pads.sum(dim=1).clamp(min=1.0)
-    elif kind == "sum":
-        out = (h * keep).sum(dim=1)
-    elif kind == "batch_count":  # divided by the real tokens of the whole batch
-        out = (h * keep).sum(dim=1) / keep.sum()
-    elif kind == "first_token":
-        out = h[:, 0]
-    elif kind == "max":
-        out = h.masked_fill(keep == 0, float("-inf")).amax(dim=1)
-    elif kind == "nan_empty":  # 0 / 0 on a sequence without a real token
-        out = (h * keep).sum(dim=1) / count
-    else:
-        out = (h * keep).sum(dim=1) / count.clamp(min=1.0)
-    return {"out": out.to(hidden.dtype)}
+def _slip(formula):
+    """A usual slip of mean pooling, ``formula(hidden, mask[..., None])`` in float64, returned in hidden's dtype."""
+    return lambda hidden, mask: {"out": formula(hidden.double(), mask.double()[..., None]).to(hidden.dtype)}
 
 
 _POOL_MISTAKES = [
     ("it averages over every position, padding included: only the real tokens count, "
      "(hidden * mask[..., None]).sum(dim=1) / mask.sum(dim=1, keepdim=True).",
-     lambda h, m: _pool(h, m, "all_tokens")),
+     _slip(lambda h, keep: h.mean(dim=1))),
     ("it divides by the length L, padding included, instead of each sequence's number of real tokens: "
      "divide by mask.sum(dim=1, keepdim=True).",
-     lambda h, m: _pool(h, m, "divide_by_L")),
+     _slip(lambda h, keep: (h * keep).sum(dim=1) / h.shape[1])),
     ("the mask is inverted: True marks the real tokens, so it averages over the padding. Keep the positions "
      "where the mask is True.",
-     lambda h, m: _pool(h, m, "inverted")),
+     _slip(lambda h, keep: (h * (1.0 - keep)).sum(dim=1) / (1.0 - keep).sum(dim=1).clamp(min=1.0))),
     ("it returns the sum over the real tokens, not their mean: divide by each sequence's number of real "
      "tokens, mask.sum(dim=1, keepdim=True).",
-     lambda h, m: _pool(h, m, "sum")),
+     _slip(lambda h, keep: (h * keep).sum(dim=1))),
     ("it divides by the number of real tokens in the whole batch (mask.sum()), not in each sequence: "
      "mask.sum(dim=1, keepdim=True) gives one count per sequence, (B, 1).",
-     lambda h, m: _pool(h, m, "batch_count")),
+     _slip(lambda h, keep: (h * keep).sum(dim=1) / keep.sum())),
     ("it returns the first token's vector ([CLS] pooling); mean pooling averages every real token.",
-     lambda h, m: _pool(h, m, "first_token")),
+     _slip(lambda h, keep: h[:, 0])),
     ("it takes the maximum over the real tokens (max pooling); mean pooling averages them.",
-     lambda h, m: _pool(h, m, "max")),
+     _slip(lambda h, keep: h.masked_fill(keep == 0, float("-inf")).amax(dim=1))),
 ]
 
 
-def _pool_cases():
-    g = _gen(10)
-    b, length, d = 3, 6, 4
-    h = _randn(g, b, length, d)
-    end = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 0]], dtype=torch.bool)
-    places = torch.tensor([[0, 0, 1, 1, 1, 1], [1, 0, 1, 1, 0, 1], [1, 1, 1, 1, 0, 0]], dtype=torch.bool)
-    return [
-        ("for hidden (3, 6, 4) and a mask (3, 6) padded at the end (one sequence without padding)", h, end),
-        ("for hidden (3, 6, 4) and a mask (3, 6) padded at the start, in the middle and at the end",
-         _randn(g, b, length, d), places),
-        ("for a batch of one, hidden (1, 5, 4), mask (1, 5) with two pads", _randn(g, 1, 5, d),
-         torch.tensor([[1, 1, 1, 0, 0]], dtype=torch.bool)),
-        ("for large values (about 1000), hidden (3, 6, 4)", h * 1e3, places),
-        ("for float64 hidden (3, 6, 4)", _randn(g, b, length, d).double(), end),
-        ("for hidden (2, 3, 4) whose second sequence has no real token at all",
-         _randn(g, 2, 3, d), torch.tensor([[1, 1, 0], [0, 0, 0]], dtype=torch.bool)),
-    ]
-
-
-def _call(name, label, fn, hidden, mask):
-    """The learner's call; a broadcasting error between (B, L, d), (B, L) and (B,) gets its own hint."""
-    try:
-        return _invoke(name, label, fn, hidden, mask)
-    except ExerciseError as exc:
-        sizes = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)",
-                          str(exc.__cause__ or ""))
-        b, length, d = hidden.shape
-        pair = {int(sizes.group(1)), int(sizes.group(2))} if sizes else set()
-        if pair == {d, length}:
-            hint = ("the mask (B, L) does not line up with hidden (B, L, d): give it a trailing axis, "
-                    "mask[..., None] or mask.unsqueeze(-1), (B, L, 1).")
-        elif pair == {d, b}:
-            hint = ("the count of real tokens is (B,) and the sum (B, d): keep the count's axis, "
-                    "mask.sum(dim=1, keepdim=True), (B, 1), so each row is divided by its own count.")
-        else:
-            raise
-        raise ExerciseError(str(exc).split("\nHint:")[0] + f"\nHint: {hint}") from exc.__cause__
+def _rehint(hidden, exc):
+    """A broadcasting error between (B, L, d), (B, L) and (B,) gets its own hint; other errors stay as they are."""
+    sizes = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", str(exc.__cause__ or ""))
+    b, length, d = hidden.shape
+    pair = {int(sizes.group(1)), int(sizes.group(2))} if sizes else set()
+    if pair == {d, length}:
+        hint = ("the mask (B, L) does not line up with hidden (B, L, d): give it a trailing axis, "
+                "mask[..., None] or mask.unsqueeze(-1), (B, L, 1).")
+    elif pair == {d, b}:
+        hint = ("the count of real tokens is (B,) and the sum (B, d): keep the count's axis, "
+                "mask.sum(dim=1, keepdim=True), (B, 1), so each row is divided by its own count.")
+    else:
+        return exc
+    return ExerciseError(str(exc).split("\nHint:")[0] + f"\nHint: {hint}")
 
 
 @probe
@@ -170,13 +128,25 @@ def check_mean_pool(fn):
     from ..pooling import mean_pool as reference
 
     name = exercise("mean_pool").name
-    cases = _pool_cases()
+    g = _gen(10)
+    b, length, d = 3, 6, 4
+    h = _randn(g, b, length, d)
+    end = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 0]], dtype=torch.bool)
+    places = torch.tensor([[0, 0, 1, 1, 1, 1], [1, 0, 1, 1, 0, 1], [1, 1, 1, 1, 0, 0]], dtype=torch.bool)
+    cases = [
+        ("for hidden (3, 6, 4) and a mask (3, 6) padded at the end (one sequence without padding)", h, end),
+        ("for hidden (3, 6, 4) and a mask (3, 6) padded at the start, in the middle and at the end",
+         _randn(g, b, length, d), places),
+        ("for a batch of one, hidden (1, 5, 4), mask (1, 5) with two pads", _randn(g, 1, 5, d),
+         torch.tensor([[1, 1, 1, 0, 0]], dtype=torch.bool)),
+        ("for large values (about 1000), hidden (3, 6, 4)", h * 1e3, places),
+        ("for float64 hidden (3, 6, 4)", _randn(g, b, length, d).double(), end),
+        ("for hidden (2, 3, 4) whose second sequence has no real token at all",
+         _randn(g, 2, 3, d), torch.tensor([[1, 1, 0], [0, 0, 0]], dtype=torch.bool)),
+    ]
     for label, hidden, mask in cases:
-        inputs = {"hidden": hidden, "mask": mask}
-        before = _snapshot(inputs)
-        got = _call(name, label, fn, hidden, mask)
-        _check_unchanged(name, before, inputs)
-        got = _expect_tensor(name, got, label, "the pooled vectors")
+        got = _call_inputs(name, fn, label, {"hidden": hidden, "mask": mask}, "the pooled vectors",
+                           functools.partial(_rehint, hidden))
         want = reference(hidden, mask)
         if got.shape != want.shape:
             b, length, d = hidden.shape

@@ -8,102 +8,80 @@ import math
 
 import torch
 
-from ._compare import (
-    _check_gradients,
-    _close,
-    _compare_output,
-    _described,
-    _elementwise_bad,
-    _first_match,
-    _shape_hint,
-    _spans,
-    probe,
-)
+from ._compare import _check_gradients, _close, _compare_output, _described, _first_match, _shape_hint, _spans, probe
+from ._modules import _call_inputs
 from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
 from .registry import exercise
 
 
 def _positions(seq_len, d_model, *, swap=False, halves=False, exponent="2i", start=0, multiply=False,
                base=10000.0, odd="cos", tiled=False):
+    """The table and its usual slips, each column computed in float64 from the frequency of its pair."""
     pos = torch.arange(start, start + seq_len, dtype=torch.float64).unsqueeze(1)
-    i = torch.arange(d_model // 2, dtype=torch.float64)
     cols = torch.arange(d_model, dtype=torch.float64)
-    if exponent == "2i":
-        e_even = e_odd = 2 * i / d_model
-    elif exponent == "i":
-        e_even = e_odd = i / d_model
-    elif exponent == "4i":
-        e_even = e_odd = 4 * i / d_model
-    elif exponent == "zero":  # integer division: 2i // d_model is 0 for every pair
-        e_even = e_odd = torch.zeros_like(i)
-    else:  # each column its own exponent j/d_model
-        e_even, e_odd = cols[0::2] / d_model, cols[1::2] / d_model
-    f_even, f_odd = (base ** e_even), (base ** e_odd)
-    if tiled:  # the frequencies tiled (freq.repeat(2)): column j uses frequency j % (d_model / 2)
-        freq = base ** e_even
-        f_even, f_odd = freq[cols[0::2].long() % (d_model // 2)], freq[cols[1::2].long() % (d_model // 2)]
-    a_even = pos * f_even if multiply else pos / f_even
-    a_odd = pos * f_odd if multiply else pos / f_odd
+    # Column j's pair: j // 2, or j % (d_model / 2) with the frequencies tiled (freq.repeat(2)).
+    i = cols % (d_model // 2) if tiled else cols // 2
+    # "zero": integer division (2i // d_model is 0 for every pair); "j": each column its own exponent j/d_model.
+    e = {"2i": 2 * i, "i": i, "4i": 4 * i, "zero": 0 * i, "j": cols}[exponent] / d_model
+    angle = pos * base ** e if multiply else pos / base ** e  # (L, d_model)
     first, second = (torch.cos, torch.sin) if swap else (torch.sin, torch.cos)
     if odd != "cos":  # the same function in both columns (a copy-paste slip)
         first = second = {"sin": torch.sin, "cos_both": torch.cos}[odd]
-    pe = torch.empty(seq_len, d_model, dtype=torch.float64)
-    if halves:
-        pe[:, : d_model // 2], pe[:, d_model // 2:] = first(a_even), second(a_odd)
-    else:
-        pe[:, 0::2], pe[:, 1::2] = first(a_even), second(a_odd)
+    pe = torch.where(cols % 2 == 0, first(angle), second(angle))
+    if halves:  # the even columns' values first, then the odd columns'
+        pe = torch.cat([pe[:, 0::2], pe[:, 1::2]], dim=1)
     return pe.float()
 
 
+def _pe_slip(**settings):
+    return lambda L, d: {"pe": _positions(L, d, **settings)}
+
+
 _POSITION_MISTAKES = [
-    ("sin and cos are swapped. Column 2i (even) holds the sine and column 2i+1 (odd) the cosine.",
-     lambda L, d: {"pe": _positions(L, d, swap=True)}),
+    ("sin and cos are swapped. Column 2i (even) holds the sine and column 2i+1 (odd) the cosine.", _pe_slip(swap=True)),
     ("the sines and cosines sit in two halves (all sines, then all cosines). In the original "
      "paper they are interleaved: column 2i is sin and column 2i+1 is cos of the same frequency.\n"
-     "Hint: fill pe[:, 0::2] with the sines and pe[:, 1::2] with the cosines.",
-     lambda L, d: {"pe": _positions(L, d, halves=True)}),
+     "Hint: fill pe[:, 0::2] with the sines and pe[:, 1::2] with the cosines.", _pe_slip(halves=True)),
     ("the sines and cosines sit in two halves (and in the wrong order). They should be "
      "interleaved: column 2i is sin, column 2i+1 is cos of the same frequency (pe[:, 0::2], pe[:, 1::2]).",
-     lambda L, d: {"pe": _positions(L, d, halves=True, swap=True)}),
+     _pe_slip(halves=True, swap=True)),
     ("the exponent is wrong: you used 10000^(i/d_model) with i the pair index, but the exponent is "
-     "2i/d_model (the even column number 2i divided by d_model).",
-     lambda L, d: {"pe": _positions(L, d, exponent="i")}),
+     "2i/d_model (the even column number 2i divided by d_model).", _pe_slip(exponent="i")),
     ("the exponent is wrong: you doubled 2i a second time (10000^(4i/d_model)). If you take the even "
-     "column numbers with torch.arange(0, d_model, 2), they already are 2i.",
-     lambda L, d: {"pe": _positions(L, d, exponent="4i")}),
+     "column numbers with torch.arange(0, d_model, 2), they already are 2i.", _pe_slip(exponent="4i")),
     ("the exponent is wrong for the odd columns: column 2i+1 should use the same frequency as column "
-     "2i (exponent 2i/d_model), not its own column number (2i+1)/d_model.",
-     lambda L, d: {"pe": _positions(L, d, exponent="j")}),
+     "2i (exponent 2i/d_model), not its own column number (2i+1)/d_model.", _pe_slip(exponent="j")),
     ("you multiply the position by 10000^(2i/d_model) instead of dividing by it: the angle is "
-     "pos / 10000^(2i/d_model).",
-     lambda L, d: {"pe": _positions(L, d, multiply=True)}),
-    ("positions start at 1, but they count from 0 (the first row is sin(0) = 0, cos(0) = 1).",
-     lambda L, d: {"pe": _positions(L, d, start=1)}),
-    ("the odd columns hold sines too. Column 2i is sin and column 2i+1 is cos of the same angle.",
-     lambda L, d: {"pe": _positions(L, d, odd="sin")}),
+     "pos / 10000^(2i/d_model).", _pe_slip(multiply=True)),
+    ("positions start at 1, but they count from 0 (the first row is sin(0) = 0, cos(0) = 1).", _pe_slip(start=1)),
+    ("the odd columns hold sines too. Column 2i is sin and column 2i+1 is cos of the same angle.", _pe_slip(odd="sin")),
     ("the even columns hold cosines too. Column 2i is sin and column 2i+1 is cos of the same angle.",
-     lambda L, d: {"pe": _positions(L, d, odd="cos_both")}),
+     _pe_slip(odd="cos_both")),
     ("every pair of columns has the same frequency, as if the exponent 2i/d_model were always 0. "
      "That happens with integer division (2 * i // d_model) or integer tensors: make the exponent a "
-     "float, e.g. torch.arange(0, d_model, 2, dtype=torch.float32) / d_model.",
-     lambda L, d: {"pe": _positions(L, d, exponent="zero")}),
+     "float, e.g. torch.arange(0, d_model, 2, dtype=torch.float32) / d_model.", _pe_slip(exponent="zero")),
     ("the frequencies use log10(10000) = 4 where the natural logarithm belongs: 1 / 10000^(2i/d_model) = "
-     "exp(-(2i/d_model) * ln(10000)), with math.log(10000), not math.log10.",
-     lambda L, d: {"pe": _positions(L, d, base=math.exp(4.0))}),
+     "exp(-(2i/d_model) * ln(10000)), with math.log(10000), not math.log10.", _pe_slip(base=math.exp(4.0))),
     ("the frequencies are tiled (freq.repeat(2): f0, f1, ..., f0, f1, ...) where each is needed twice in a "
      "row (f0, f0, f1, f1, ...): columns 2i and 2i+1 share frequency i, e.g. freq.repeat_interleave(2), or "
-     "fill pe[:, 0::2] and pe[:, 1::2] from the same angles.",
-     lambda L, d: {"pe": _positions(L, d, tiled=True)}),
+     "fill pe[:, 0::2] and pe[:, 1::2] from the same angles.", _pe_slip(tiled=True)),
 ] + [
     (f"the base of the frequencies is {other:g}; the paper uses 10000: pos / 10000^(2i/d_model).",
-     lambda L, d, other=other: {"pe": _positions(L, d, base=other)})
+     _pe_slip(base=other))
     for other in (1000.0, 100.0, 100000.0, 10.0)
 ] + [
     (f"two slips: the sines and cosines sit in two halves (they are interleaved: column 2i is sin and column "
      f"2i+1 is cos of the same frequency), and the base of the frequencies is {other:g} (the paper uses 10000).",
-     lambda L, d, other=other: {"pe": _positions(L, d, halves=True, base=other)})
+     _pe_slip(halves=True, base=other))
     for other in (1000.0, 100.0, 100000.0, 10.0)
 ]
+
+
+def _lookup(rows, table, accepts, first: int) -> list | None:
+    """The position of each row: that of the first row of ``table`` (whose rows are positions first, first + 1,
+    ...) for which ``accepts(table - row)``; None when some row is not there."""
+    found = [accepts(table - row).nonzero() for row in rows]
+    return None if any(not len(f) for f in found) else [int(f[0]) + first for f in found]
 
 
 @probe
@@ -139,13 +117,7 @@ def _rows_and_columns(got: torch.Tensor, seq_len: int, d_model: int) -> str:
     first = -seq_len - 4
     table = _positions(4 * seq_len + 9, d_model, start=first).double()
     g = got.detach().double()
-    held = []
-    for row in g:
-        found = ((table - row).abs().amax(dim=1) < 1e-4).nonzero()
-        if not len(found):
-            held = None
-            break
-        held.append(int(found[0]) + first)
+    held = _lookup(g, table, lambda diff: diff.abs().amax(dim=1) < 1e-4, first)
     if held is not None and held != list(range(seq_len)):
         shown = ", ".join(map(str, held[:6])) + (", ..." if seq_len > 6 else "")
         steps = {b - a for a, b in zip(held, held[1:])}
@@ -160,8 +132,8 @@ def _rows_and_columns(got: torch.Tensor, seq_len: int, d_model: int) -> str:
         return (f"each row of yours is a right row of the table, but for another position: your rows hold positions "
                 f"{shown}. So the formula is right and the positions are not: {how}.")
     want = _positions(seq_len, d_model).double()
-    wrong = [j for j in range(d_model) if _elementwise_bad(g[:, j], want[:, j], 5.0).any()]
-    flipped = [j for j in wrong if not _elementwise_bad(g[:, j], -want[:, j], 5.0).any()]
+    wrong = [j for j in range(d_model) if not _close(g[:, j], want[:, j], 5.0)]
+    flipped = [j for j in wrong if _close(g[:, j], -want[:, j], 5.0)]
     if flipped and flipped == wrong:
         return (f"column{'s' if len(flipped) > 1 else ''} {_spans(flipped)} of yours hold "
                 "the right values with the sign flipped (-sin or -cos); every other column is right: column 2i is "
@@ -177,21 +149,18 @@ def check_sinusoidal_positions(fn):
     name = exercise("sinusoidal_positions").name
     for seq_len, d_model in [(6, 8), (1, 2), (50, 16), (9, 64)]:
         what = f"for seq_len={seq_len}, d_model={d_model}"
-        got = _invoke(name, what, fn, seq_len, d_model)
-        got = _expect_tensor(name, got, what, "the position table")
+        got = _call_inputs(name, fn, what, {"seq_len": seq_len, "d_model": d_model}, "the position table")
         want = reference(seq_len, d_model)
         if got.shape != want.shape:
-            hint = ""
-            if tuple(got.shape) == (d_model, seq_len):
-                hint = "\nHint: rows and columns are swapped: one row per position, one column per feature."
+            hint = ("\nHint: rows and columns are swapped: one row per position, one column per feature."
+                    if tuple(got.shape) == (d_model, seq_len) else "")
             raise ExerciseError(
                 f"Your {name} returned shape {_shape(got)} {what}, but it should be "
                 f"(seq_len, d_model) = {_shape(want)}.{hint}"
             )
         if got.dtype != torch.float32:
-            if got.is_floating_point():
-                hint = "compute in float32 (the default), or convert the finished table with .float()."
-            else:
+            hint = "compute in float32 (the default), or convert the finished table with .float()."
+            if not got.is_floating_point():
                 hint = ("an integer table cannot hold sines and cosines (they are cut to -1, 0 or 1). "
                         "Create the table and the position and index tensors as floats: "
                         "torch.zeros(seq_len, d_model) and torch.arange(..., dtype=torch.float32) "
@@ -237,113 +206,71 @@ def _rotary(x, positions=None, base=10000.0, *, sign=1.0, layout="pairs", expone
     i = torch.arange(d // 2, dtype=torch.float64)  # the pair index
     e = {"2i": 2 * i / d, "i": i / d, "half": 2 * i / (d // 2), "zero": 0 * i}[exponent]
     inv_freq = (base if own_base else 10000.0) ** -e  # (d/2,)
-    if tiled:  # torch.cat([inv_freq, inv_freq]): feature j turns with frequency j % (d/2)
-        angles = pos[:, None] * inv_freq.repeat(2)  # (L, d)
-        turned = torch.stack([-h[..., 1::2], h[..., 0::2]], dim=-1).flatten(-2)  # (-x[2i+1], x[2i]) at 2i, 2i+1
-        return (h * angles.cos() + turned * angles.sin()).to(x.dtype)
-    angles = pos[:, None] * inv_freq * unit  # (L, d/2)
+    # Feature j turns with the frequency of its pair, j // 2, or of j % (d/2) with the frequencies tiled
+    # (torch.cat([inv_freq, inv_freq])).
+    angles = pos[:, None] * (inv_freq.repeat(2) if tiled else inv_freq.repeat_interleave(2)) * unit  # (L, d)
     cos, sin = angles.cos(), sign * angles.sin()
     if swap:
         cos, sin = sin, cos
-    if layout == "halves":  # feature i paired with feature i + d/2 (rotate_half)
-        a, b = h[..., : d // 2], h[..., d // 2:]
-    else:
-        a, b = h[..., 0::2], h[..., 1::2]  # (..., L, d/2) each
-    first, second = a * cos - b * sin, a * sin + b * cos
-    if odd == "kept":
-        second = b
+    # The features paired: 2i with 2i+1, or i with i + d/2 (the halves, rotate_half).
+    one, two = (slice(0, None, 2), slice(1, None, 2)) if layout == "pairs" else (slice(d // 2), slice(d // 2, None))
+    a, b = h[..., one], h[..., two]  # (..., L, d/2) each
     out = torch.empty_like(h)
-    if layout == "halves":
-        out[..., : d // 2], out[..., d // 2:] = first, second
-    else:
-        out[..., 0::2], out[..., 1::2] = first, second
+    out[..., one] = a * cos[:, 0::2] - b * sin[:, 0::2]
+    out[..., two] = b if odd == "kept" else a * sin[:, 1::2] + b * cos[:, 1::2]
     return out.to(x.dtype)  # (..., L, d)
 
 
 _FORMULA = ("feature 2i gets x[2i] * cos - x[2i+1] * sin and feature 2i+1 gets x[2i] * sin + x[2i+1] * cos, "
             "with the angle positions * base^(-2i/d)")
 
+
+def _rt_slip(**settings):
+    return lambda x, p, b: {"out": _rotary(x, p, b, **settings)}
+
+
 _ROTARY_MISTAKES = [
     ("it returns x as it came in: nothing is turned. Each pair of features (x[2i], x[2i+1]) must be rotated by "
-     f"its row's angle: {_FORMULA}.",
-     lambda x, p, b: {"out": x.clone()}),
+     f"its row's angle: {_FORMULA}.", lambda x, p, b: {"out": x.clone()}),
     ("it turns each pair the wrong way (by minus the angle): the signs of the sine terms are swapped. "
-     f"Rotary positions turn counter-clockwise: {_FORMULA}.",
-     lambda x, p, b: {"out": _rotary(x, p, b, sign=-1.0)}),
+     f"Rotary positions turn counter-clockwise: {_FORMULA}.", _rt_slip(sign=-1.0)),
     ("it pairs feature i with feature i + d/2 (the two halves, rotate_half in Hugging Face's code). That is a "
      "valid RoPE layout, but not the one this exercise asks for: here the pairs are interleaved, features 2i "
-     "and 2i+1, x[..., 0::2] and x[..., 1::2].",
-     lambda x, p, b: {"out": _rotary(x, p, b, layout="halves")}),
+     "and 2i+1, x[..., 0::2] and x[..., 1::2].", _rt_slip(layout="halves")),
     ("the frequencies are base^(-i/d) with i the pair index: the exponent is 2i/d (torch.arange(0, d, 2) / d "
-     "already gives 2i/d).",
-     lambda x, p, b: {"out": _rotary(x, p, b, exponent="i")}),
+     "already gives 2i/d).", _rt_slip(exponent="i")),
     ("the exponent divides by d/2 instead of d: base^(-2i/(d/2)) turns the slow pairs far too slowly. The "
-     "frequencies are base^(-2i/d), torch.arange(0, d, 2) / d with d = x.shape[-1].",
-     lambda x, p, b: {"out": _rotary(x, p, b, exponent="half")}),
+     "frequencies are base^(-2i/d), torch.arange(0, d, 2) / d with d = x.shape[-1].", _rt_slip(exponent="half")),
     ("every pair turns at the same frequency, 1 per position, as if the exponent 2i/d were always 0. That "
      "happens with integer division (torch.arange(0, d, 2) // d): make the exponent a float, "
-     "torch.arange(0, d, 2) / d.",
-     lambda x, p, b: {"out": _rotary(x, p, b, exponent="zero")}),
+     "torch.arange(0, d, 2) / d.", _rt_slip(exponent="zero")),
     ("the frequencies are tiled (torch.cat([freq, freq]): f0, f1, ..., f0, f1, ...) where each is needed twice in "
      "a row (f0, f0, f1, f1, ...): features 2i and 2i+1 share frequency i, e.g. freq.repeat_interleave(2), or work "
-     "on x[..., 0::2] and x[..., 1::2] with the (L, d/2) angles.",
-     lambda x, p, b: {"out": _rotary(x, p, b, tiled=True)}),
+     "on x[..., 0::2] and x[..., 1::2] with the (L, d/2) angles.", _rt_slip(tiled=True)),
     ("it ignores the positions it is given and uses 0, 1, 2, ... always: row j turns by positions[j] * "
-     "base^(-2i/d); torch.arange(L) is only for when positions is None.",
-     lambda x, p, b: {"out": _rotary(x, p, b, own_positions=False)}),
+     "base^(-2i/d); torch.arange(L) is only for when positions is None.", _rt_slip(own_positions=False)),
     ("the positions are off by one (counted from 1): the first row is position 0, turned by angle 0 (left as "
-     "it is); torch.arange(L) counts 0, 1, 2, ... and given positions are used as they are.",
-     lambda x, p, b: {"out": _rotary(x, p, b, shift=1)}),
+     "it is); torch.arange(L) counts 0, 1, 2, ... and given positions are used as they are.", _rt_slip(shift=1)),
     ("it ignores the base argument and always uses 10000: the frequencies are base^(-2i/d) with the base "
-     "it is given.",
-     lambda x, p, b: {"out": _rotary(x, p, b, own_base=False)}),
+     "it is given.", _rt_slip(own_base=False)),
     ("cos and sin are swapped: the angle's cosine multiplies the feature itself and its sine the other "
-     f"feature of the pair: {_FORMULA}.",
-     lambda x, p, b: {"out": _rotary(x, p, b, swap=True)}),
+     f"feature of the pair: {_FORMULA}.", _rt_slip(swap=True)),
     ("only the even features are turned and the odd ones are left as they are: both features of a pair "
      "change, feature 2i+1 gets x[2i] * sin + x[2i+1] * cos (computed from x's values, before any are "
-     "overwritten).",
-     lambda x, p, b: {"out": _rotary(x, p, b, odd="kept")}),
+     "overwritten).", _rt_slip(odd="kept")),
     ("the angles are treated as degrees (times pi / 180, torch.deg2rad or math.radians): "
      "positions * base^(-2i/d) is already in radians, which torch.cos and torch.sin take.",
-     lambda x, p, b: {"out": _rotary(x, p, b, unit=math.pi / 180)}),
+     _rt_slip(unit=math.pi / 180)),
     ("the angles are turned into degrees (times 180 / pi, torch.rad2deg or math.degrees): "
      "positions * base^(-2i/d) is already in radians, which torch.cos and torch.sin take.",
-     lambda x, p, b: {"out": _rotary(x, p, b, unit=180 / math.pi)}),
+     _rt_slip(unit=180 / math.pi)),
     ("it turns along the wrong axis: it pairs rows (positions 2j and 2j+1) and gives each feature an angle, "
      "as if x were (..., d, L). The positions run along dimension -2 and the features along the last one: "
-     "pair the features x[..., 0::2] and x[..., 1::2], and turn row j by its position.",
-     lambda x, p, b: {"out": _rotary(x, p, b, axis=-1)}),
+     "pair the features x[..., 0::2] and x[..., 1::2], and turn row j by its position.", _rt_slip(axis=-1)),
 ]
 
 
-def _rotary_cases():
-    """(label, x, positions, base, hint for that case)."""
-    g = _gen(13)
-    given = ("Row j turns by positions[j] * base^(-2i/d): use the positions given as they are, and "
-             "torch.arange(L) only when positions is None.")
-    return [
-        ("for x (6, 8), positions not given", _randn(g, 6, 8), None, 10000.0, ""),
-        ("for multi-head x (2, 3, 5, 8) (B, H, L, d_head), positions not given", _randn(g, 2, 3, 5, 8), None, 10000.0,
-         "It works for (L, d) but not with batch and head dimensions: take the features with x[..., 0::2] and "
-         "x[..., 1::2] (the ... keeps every leading dimension), and let the (L, d/2) angles broadcast."),
-        ("for x (2, 2, 7, 6) (d_head = 6: three pairs) with positions torch.arange(7)", _randn(g, 2, 2, 7, 6),
-         torch.arange(7), 10000.0, ""),
-        ("for x (2, 5, 8) with positions [3, 4, 5, 6, 7] (not starting at 0)", _randn(g, 2, 5, 8),
-         torch.arange(3, 8), 10000.0, given),
-        ("for x (1, 2, 6, 8) with positions [0, 2, 3, 7, 11, 20] (not consecutive)", _randn(g, 1, 2, 6, 8),
-         torch.tensor([0, 2, 3, 7, 11, 20]), 10000.0, given),
-        ("for x (2, 5, 8) with base=500", _randn(g, 2, 5, 8), None, 500.0,
-         "The frequencies are base^(-2i/d) with the base given."),
-        ("for float64 x (2, 3, 5, 8) with positions [1, 4, 6, 9, 12]", _randn(g, 2, 3, 5, 8).double(),
-         torch.tensor([1, 4, 6, 9, 12]), 10000.0, ""),
-        ("for tiny x (about 1e-3), (2, 5, 8)", _randn(g, 2, 5, 8, scale=1e-3), None, 10000.0, ""),
-        ("for large x (about 1000), (2, 3, 5, 8), with positions [2, 3, 4, 5, 6]", _randn(g, 2, 3, 5, 8, scale=1e3),
-         torch.arange(2, 7), 10000.0, ""),
-    ]
-
-
-def _rotated(name, label, fn, x, positions=None, base=10000.0):
+def _rotated(name, label, fn, x, positions, base):
     """The learner's call, with positions and base as keywords only when the case gives them."""
     given = {} if positions is None else {"positions": positions}
     if base != 10000.0:
@@ -356,23 +283,17 @@ def _wrapped(angle: torch.Tensor) -> torch.Tensor:
     return torch.remainder(angle + math.pi, 2 * math.pi) - math.pi
 
 
-def _turns(x: torch.Tensor, out: torch.Tensor):
-    """Each pair (x[2i], x[2i+1]) against (out[2i], out[2i+1]): its length before and after, and the angle it
-    turned, each (N, L, d/2) with the leading dimensions flattened into N."""
-    a, b = x.double()[..., 0::2], x.double()[..., 1::2]
-    c, s = out.double()[..., 0::2], out.double()[..., 1::2]
-    flat = [t.reshape(-1, *t.shape[-2:]) for t in (torch.hypot(a, b), torch.hypot(c, s),
-                                                   torch.atan2(a * s - b * c, a * c + b * s))]
-    return flat[0], flat[1], flat[2]
-
-
 def _pairs_probe(got: torch.Tensor, x: torch.Tensor, positions, base: float) -> str:
     """Localise a wrong rotation pair by pair and row by row: a length that changes, a row turned as another
     position, a pair turning at another frequency, or which pairs and rows are turned by the wrong angle."""
     length, d = x.shape[-2], x.shape[-1]
     pos = (torch.arange(length) if positions is None else positions).double()  # (L,)
     inv_freq = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
-    before, after, turned = _turns(x, got)
+    # Each pair (x[2i], x[2i+1]) against (got[2i], got[2i+1]): its length before and after, and the angle it
+    # turned, each (N, L, d/2) with the leading dimensions flattened into N.
+    a, b, c, s = x.double()[..., 0::2], x.double()[..., 1::2], got.double()[..., 0::2], got.double()[..., 1::2]
+    before, after, turned = (t.reshape(-1, *t.shape[-2:]) for t in (
+        torch.hypot(a, b), torch.hypot(c, s), torch.atan2(a * s - b * c, a * c + b * s)))
     scale = float(before.max())
     stretched = (after - before).abs() > 1e-4 * scale + 1e-4 * before
     if stretched.any():
@@ -402,19 +323,12 @@ def _pairs_probe(got: torch.Tensor, x: torch.Tensor, positions, base: float) -> 
     rows = [j for j in range(length) if miss[j].any()]
     pairs = [i for i in range(d // 2) if miss[:, i].any()]
     reach = int(pos.abs().max()) + length + 4
-    trial = torch.arange(-3 * reach, 3 * reach + 1, dtype=torch.float64)
-    table = trial[:, None] * inv_freq  # (T, d/2): the angles of every position tried
-    held = {}
-    for j in rows:
-        found = (_wrapped(table - angle[j]).abs() < 1e-3).all(dim=1).nonzero()
-        if not len(found):
-            held = None
-            break
-        held[j] = int(trial[int(found[0])])
+    table = torch.arange(-3 * reach, 3 * reach + 1, dtype=torch.float64)[:, None] * inv_freq  # each position's angles
+    held = _lookup(angle[rows], table, lambda diff: (_wrapped(diff).abs() < 1e-3).all(dim=1), -3 * reach)
     if held:
         shown = "; ".join(f"row {j} (position {int(pos[j])}) is turned as position {p}"
-                          for j, p in list(held.items())[:3])
-        offsets = {p - int(pos[j]) for j, p in held.items()}
+                          for j, p in list(zip(rows, held))[:3])
+        offsets = {p - int(pos[j]) for j, p in zip(rows, held)}
         how = (f"every position is off by {offsets.pop():+d}" if len(offsets) == 1 else
                "row j turns by positions[j] * base^(-2i/d), positions[j] as given (j when positions is None)")
         return (f"each pair turns by the angle of another position: {shown}. The formula is right and the "
@@ -458,12 +372,11 @@ def _offset_probe(name, fn, label, got, x, positions, base) -> str:
     tol = 1e-4 * float(scores.abs().max()) + 1e-6
     worst = None
     for offset in range(-(length - 1), length):
-        at = [(m, m + offset) for m in range(length) if 0 <= m + offset < length]
-        values = [float(scores[m, n]) for m, n in at]
-        spread = max(values) - min(values)
+        along = torch.diagonal(scores, offset)  # scores[m, m + offset], m from max(0, -offset) up
+        spread = float(along.max() - along.min())
         if spread > tol and (worst is None or spread > worst[0]):
-            low, high = values.index(min(values)), values.index(max(values))
-            worst = (spread, offset, at[low], values[low], at[high], values[high])
+            low, high = (int(m) + max(0, -offset) for m in (along.argmin(), along.argmax()))
+            worst = (spread, offset, (low, low + offset), float(along.min()), (high, high + offset), float(along.max()))
     if worst is None:
         return ""
     _, offset, (m1, n1), v1, (m2, n2), v2 = worst
@@ -494,12 +407,32 @@ def check_apply_rotary(fn):
     from ..positions import apply_rotary as reference
 
     name = exercise("apply_rotary").name
-    cases = _rotary_cases()
+    g = _gen(13)
+    given = ("Row j turns by positions[j] * base^(-2i/d): use the positions given as they are, and "
+             "torch.arange(L) only when positions is None.")
+    cases = [  # (label, x, positions, base, hint for that case)
+        ("for x (6, 8), positions not given", _randn(g, 6, 8), None, 10000.0, ""),
+        ("for multi-head x (2, 3, 5, 8) (B, H, L, d_head), positions not given", _randn(g, 2, 3, 5, 8), None, 10000.0,
+         "It works for (L, d) but not with batch and head dimensions: take the features with x[..., 0::2] and "
+         "x[..., 1::2] (the ... keeps every leading dimension), and let the (L, d/2) angles broadcast."),
+        ("for x (2, 2, 7, 6) (d_head = 6: three pairs) with positions torch.arange(7)", _randn(g, 2, 2, 7, 6),
+         torch.arange(7), 10000.0, ""),
+        ("for x (2, 5, 8) with positions [3, 4, 5, 6, 7] (not starting at 0)", _randn(g, 2, 5, 8),
+         torch.arange(3, 8), 10000.0, given),
+        ("for x (1, 2, 6, 8) with positions [0, 2, 3, 7, 11, 20] (not consecutive)", _randn(g, 1, 2, 6, 8),
+         torch.tensor([0, 2, 3, 7, 11, 20]), 10000.0, given),
+        ("for x (2, 5, 8) with base=500", _randn(g, 2, 5, 8), None, 500.0,
+         "The frequencies are base^(-2i/d) with the base given."),
+        ("for float64 x (2, 3, 5, 8) with positions [1, 4, 6, 9, 12]", _randn(g, 2, 3, 5, 8).double(),
+         torch.tensor([1, 4, 6, 9, 12]), 10000.0, ""),
+        ("for tiny x (about 1e-3), (2, 5, 8)", _randn(g, 2, 5, 8, scale=1e-3), None, 10000.0, ""),
+        ("for large x (about 1000), (2, 3, 5, 8), with positions [2, 3, 4, 5, 6]", _randn(g, 2, 3, 5, 8, scale=1e3),
+         torch.arange(2, 7), 10000.0, ""),
+    ]
     for label, x, positions, base, case_hint in cases:
-        inputs = {"x": x} if positions is None else {"x": x, "positions": positions}
-        before = _snapshot(inputs)
+        before = _snapshot({"x": x, "positions": positions})
         got = _rotated(name, label, fn, x, positions, base)
-        _check_unchanged(name, before, inputs)
+        _check_unchanged(name, before, {"x": x, "positions": positions})
         got = _expect_tensor(name, got, label, "the turned x")
         want = reference(x, positions, base)
         if got.shape != want.shape:

@@ -11,13 +11,15 @@ a constant, which cross-entropy ignores.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 import torch.nn.functional as F
 
 from ._compare import _check_gradients, _close, _first_match, probe
-from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
+from ._modules import _call_inputs
+from ._run import ExerciseError, _checker, _expect_tensor, _gen, _invoke, _randn, _shape
 from .registry import exercise
 
 
@@ -27,107 +29,88 @@ def _per_token(logits, labels):
     return F.cross_entropy(logits.double().flatten(0, 1), safe.flatten(), reduction="none").view(labels.shape)
 
 
-def _loss(logits, labels, mask, kind="right"):
-    """The masked mean and its usual slips, in float64 (returned in logits' dtype)."""
-    keep = mask.double()
-    per = _per_token(logits, labels)
-    if kind == "all_tokens":
-        if (labels[~mask] < 0).any():
-            raise ValueError("padding labels out of range")
-        out = per.mean()
-    elif kind == "over_BL":
-        out = (per * keep).sum() / labels.numel()
-    elif kind == "over_B":
-        out = (per * keep).sum() / labels.shape[0]
-    elif kind == "inverted":
-        if (labels[~mask] < 0).any():
-            raise ValueError("padding labels out of range")
-        out = (per * (1 - keep)).sum() / (1 - keep).sum()
-    elif kind == "sum":
-        out = (per * keep).sum()
-    elif kind == "per_sequence":  # each sequence's mean, then the mean over sequences
-        out = ((per * keep).sum(dim=1) / keep.sum(dim=1).clamp(min=1)).mean()
-    elif kind == "softmax_first":  # cross_entropy of probabilities
-        probs = torch.softmax(logits.double(), dim=-1)
-        per = _per_token(probs, labels)
-        out = (per * keep).sum() / keep.sum()
-    elif kind == "nll_raw":  # nll_loss on raw logits: -logit of the label
-        picked = logits.double().gather(-1, labels.clamp(0, logits.shape[-1] - 1)[..., None])[..., 0]
-        out = (-picked * keep).sum() / keep.sum()
-    elif kind == "nll_probs":  # nll_loss on softmax probabilities: -p of the label
-        probs = torch.softmax(logits.double(), dim=-1)
-        picked = probs.gather(-1, labels.clamp(0, logits.shape[-1] - 1)[..., None])[..., 0]
-        out = (-picked * keep).sum() / keep.sum()
-    elif kind == "class_axis":  # (B, L, C) given to cross_entropy as it is: dim 1 (L) read as the classes
-        if logits.shape[1] != logits.shape[2]:
-            raise ValueError("only when L == C")
-        per = F.cross_entropy(logits.double(), labels.clamp(0, logits.shape[1] - 1), reduction="none")
-        out = (per * keep).sum() / keep.sum()
-    else:
-        out = (per * keep).sum() / keep.sum()
-    return {"out": out.to(logits.dtype)}
+def _picked(probs, labels):
+    """Each token's value at its label (labels clamped into range)."""
+    return probs.gather(-1, labels.clamp(0, probs.shape[-1] - 1)[..., None])[..., 0]
 
+
+def _mean(per, keep):
+    return (per * keep).sum() / keep.sum()
+
+
+def _slip(formula, needs=None):
+    """The masked mean or one of its usual slips: ``formula(per, keep, logits, labels)`` of the per-token losses,
+    the mask and the logits, all float64 (the result in logits' dtype). ``needs(logits, labels, mask)`` says
+    whether the slip can be computed on these inputs."""
+    def loss(logits, labels, mask):
+        if needs is not None and not needs(logits, labels, mask):
+            raise ValueError("this slip cannot be computed on these inputs")
+        out = formula(_per_token(logits, labels), mask.double(), logits.double(), labels)
+        return {"out": out.to(logits.dtype)}
+    return loss
+
+
+_loss = _slip(lambda per, keep, *_: _mean(per, keep))  # the reference: the mean over the real tokens
+_pads_in_range = lambda lo, la, m: not (la[~m] < 0).any()  # a slip that reads the pads' labels needs classes there
 
 _LOSS_MISTAKES = [
     ("padding is included in the mean: the loss averages over every position. Only the real tokens count: "
      "F.cross_entropy(logits[mask], labels[mask]), or the per-token losses times the mask, summed, divided by "
      "mask.sum().",
-     lambda lo, la, m: _loss(lo, la, m, "all_tokens")),
+     _slip(lambda per, *_: per.mean(), _pads_in_range)),
     ("the sum over the real tokens is divided by B * L, every position, padding included: divide by the "
      "number of real tokens, mask.sum() ((loss * mask).mean() divides by B * L).",
-     lambda lo, la, m: _loss(lo, la, m, "over_BL")),
+     _slip(lambda per, keep, lo, la: (per * keep).sum() / la.numel())),
     ("the sum over the real tokens is divided by the batch size B: divide by the number of real tokens, "
      "mask.sum().",
-     lambda lo, la, m: _loss(lo, la, m, "over_B")),
+     _slip(lambda per, keep, lo, la: (per * keep).sum() / la.shape[0])),
     ("the mask is inverted: True marks the real tokens, so it averages over the padding. Keep the positions "
      "where the mask is True.",
-     lambda lo, la, m: _loss(lo, la, m, "inverted")),
+     _slip(lambda per, keep, *_: _mean(per, 1 - keep), _pads_in_range)),
     ("it returns the sum over the real tokens, not their mean: divide by the number of real tokens, "
      "mask.sum().",
-     lambda lo, la, m: _loss(lo, la, m, "sum")),
+     _slip(lambda per, keep, *_: (per * keep).sum())),
     ("it averages each sequence first and then the sequences, so a short sequence's tokens weigh more: the "
      "mean runs over all real tokens of the batch at once, sum / mask.sum().",
-     lambda lo, la, m: _loss(lo, la, m, "per_sequence")),
+     _slip(lambda per, keep, *_: ((per * keep).sum(dim=1) / keep.sum(dim=1).clamp(min=1)).mean())),
     ("the logits go through a softmax before cross_entropy, which applies log_softmax itself: pass the raw "
      "logits (cross_entropy = log_softmax + nll_loss).",
-     lambda lo, la, m: _loss(lo, la, m, "softmax_first")),
+     _slip(lambda per, keep, lo, la: _mean(_per_token(torch.softmax(lo, dim=-1), la), keep))),
     ("F.nll_loss gets raw logits: nll_loss expects log-probabilities, so apply log_softmax first, or use "
      "F.cross_entropy on the logits.",
-     lambda lo, la, m: _loss(lo, la, m, "nll_raw")),
+     _slip(lambda per, keep, lo, la: _mean(-_picked(lo, la), keep))),
     ("F.nll_loss gets probabilities (softmax) instead of log-probabilities: use log_softmax, or "
      "F.cross_entropy on the logits.",
-     lambda lo, la, m: _loss(lo, la, m, "nll_probs")),
+     _slip(lambda per, keep, lo, la: _mean(-_picked(torch.softmax(lo, dim=-1), la), keep))),
     ("cross_entropy runs over the wrong axis: it takes the classes on dim 1, so (B, L, C) logits given as they "
      "are make the positions the classes. Pick the real tokens, logits[mask] (N, C) and labels[mask] (N,), or "
      "pass logits.transpose(1, 2) (B, C, L).",
-     lambda lo, la, m: _loss(lo, la, m, "class_axis")),
+     _slip(lambda per, keep, lo, la: _mean(F.cross_entropy(lo, la.clamp(0, lo.shape[1] - 1), reduction="none"), keep),
+           lambda lo, la, m: lo.shape[1] == lo.shape[2])),
 ]
 
 
 def _loss_cases():
     g = _gen(11)
-    b, length, c = 3, 5, 7
     end = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 0, 0, 0]], dtype=torch.bool)
     middle = torch.tensor([[1, 0, 1, 1, 0], [0, 1, 1, 1, 1], [1, 1, 1, 0, 1]], dtype=torch.bool)
 
-    def labels(shape, classes, mask, pad):
-        out = torch.randint(0, classes, shape, generator=g)
-        return out.masked_fill(~mask, pad) if pad is not None else out
+    def case(label, logits, mask, pad=None):
+        """The labels are drawn after the logits, and padding's set to ``pad`` (None: ordinary classes)."""
+        labels = torch.randint(0, logits.shape[-1], mask.shape, generator=g)
+        return label, logits, labels if pad is None else labels.masked_fill(~mask, pad), mask
 
     return [
-        ("for logits (3, 5, 7), a mask (3, 5) padded at the end, padding labelled with ordinary classes",
-         _randn(g, b, length, c), labels((b, length), c, end, None), end),
-        ("for logits (3, 5, 7), a mask (3, 5) padded in the middle, padding labelled -100 (as in notebook 10's "
-         "batches)", _randn(g, b, length, c), labels((b, length), c, middle, -100), middle),
-        ("for logits (2, 4, 4) (as many positions as classes), a mask padded at the end",
-         _randn(g, 2, 4, 4), labels((2, 4), 4, end[1:, :4], None), end[1:, :4]),
-        ("for a batch of one, logits (1, 6, 3), two pads labelled -100", _randn(g, 1, 6, 3),
-         labels((1, 6), 3, torch.tensor([[1, 1, 1, 1, 0, 0]], dtype=torch.bool), -100),
-         torch.tensor([[1, 1, 1, 1, 0, 0]], dtype=torch.bool)),
-        ("for large logits (about 100), (3, 5, 7), padding labelled -100", _randn(g, b, length, c) * 100,
-         labels((b, length), c, end, -100), end),
-        ("for float64 logits (3, 5, 7), a mask padded in the middle", _randn(g, b, length, c).double(),
-         labels((b, length), c, middle, None), middle),
+        case("for logits (3, 5, 7), a mask (3, 5) padded at the end, padding labelled with ordinary classes",
+             _randn(g, 3, 5, 7), end),
+        case("for logits (3, 5, 7), a mask (3, 5) padded in the middle, padding labelled -100 (as in notebook 10's "
+             "batches)", _randn(g, 3, 5, 7), middle, -100),
+        case("for logits (2, 4, 4) (as many positions as classes), a mask padded at the end",
+             _randn(g, 2, 4, 4), end[1:, :4]),
+        case("for a batch of one, logits (1, 6, 3), two pads labelled -100", _randn(g, 1, 6, 3),
+             torch.tensor([[1, 1, 1, 1, 0, 0]], dtype=torch.bool), -100),
+        case("for large logits (about 100), (3, 5, 7), padding labelled -100", _randn(g, 3, 5, 7) * 100, end, -100),
+        case("for float64 logits (3, 5, 7), a mask padded in the middle", _randn(g, 3, 5, 7).double(), middle),
     ]
 
 
@@ -141,10 +124,12 @@ def _loss_probe(name, fn, label, logits, labels, mask) -> str:
     """
     if not torch.is_floating_point(logits):
         return ""
+    call = functools.partial(_invoke, name, label, fn)
+    number = lambda value: isinstance(value, torch.Tensor) and value.numel() == 1  # a loss the probe can read
     x = logits.detach().clone().requires_grad_(True)
     with torch.enable_grad():  # checkers run under no_grad
-        loss = _invoke(name, label, fn, x, labels, mask)
-        if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or not loss.requires_grad:
+        loss = call(x, labels, mask)
+        if not number(loss) or not loss.requires_grad:
             return ""
         if not torch.isfinite(loss).all():
             return ("your loss is not finite here: log(softmax(x)) underflows to log(0) = -inf when one logit is "
@@ -153,9 +138,9 @@ def _loss_probe(name, fn, label, logits, labels, mask) -> str:
         (grad,) = torch.autograd.grad(loss.sum(), x)
     b, length, classes = logits.shape
     padded = torch.cat([logits, torch.randn(b, 2, classes, generator=_gen(12), dtype=logits.dtype) * 3], dim=1)
-    more = _invoke(name, label, fn, padded, torch.cat([labels, labels[:, :2]], dim=1),
-                   torch.cat([mask, torch.zeros(b, 2, dtype=torch.bool)], dim=1))
-    if isinstance(more, torch.Tensor) and more.numel() == 1 and not _close(more.detach(), loss.detach()):
+    more = call(padded, torch.cat([labels, labels[:, :2]], dim=1),
+                torch.cat([mask, torch.zeros(b, 2, dtype=torch.bool)], dim=1))
+    if number(more) and not _close(more.detach(), loss.detach()):
         return (f"two more pad positions at the end of every sequence change your loss from {float(loss):.5g} to "
                 f"{float(more):.5g}; padding must not change the loss at all. The padding still counts in your "
                 "mean (zeroing its logits, or its loss, still leaves it in the count): average over the real "
@@ -178,10 +163,9 @@ def _loss_probe(name, fn, label, logits, labels, mask) -> str:
                 "labels[mask].")
     # Two inputs whose cross-entropy is known exactly: all logits equal (each token costs log C), and the
     # label's logit far above the rest (each token costs almost 0).
-    flat = _invoke(name, label, fn, torch.zeros_like(logits), labels, mask)
-    sure = _invoke(name, label, fn, torch.nn.functional.one_hot(labels.clamp(0, classes - 1), classes).to(
-        logits.dtype) * 40.0, labels, mask)
-    if isinstance(flat, torch.Tensor) and flat.numel() == 1 and isinstance(sure, torch.Tensor) and sure.numel() == 1:
+    flat = call(torch.zeros_like(logits), labels, mask)
+    sure = call(F.one_hot(labels.clamp(0, classes - 1), classes).to(logits.dtype) * 40.0, labels, mask)
+    if number(flat) and number(sure):
         uniform = math.log(classes)
         if abs(float(flat) - uniform) > 1e-4 * uniform:
             ratio = float(flat) / uniform
@@ -195,8 +179,7 @@ def _loss_probe(name, fn, label, logits, labels, mask) -> str:
                     "is added (label smoothing, a penalty): use F.cross_entropy(logits[mask], labels[mask]) as it is.")
     dropped = mask & (per_token <= 1e-6 * scale)
     if dropped.any():
-        classes = sorted({int(c) for c in labels[dropped].tolist()})
-        zero = classes == [0]
+        zero = {int(c) for c in labels[dropped].tolist()} == {0}
         count = int(dropped.sum())
         return (f"{count} of the {int(mask.sum())} real tokens {'does' if count == 1 else 'do'} not count in your "
                 "loss (no gradient reaches their logits)"
@@ -213,10 +196,7 @@ def check_masked_token_loss(fn):
     name = exercise("masked_token_loss").name
     cases = _loss_cases()
     for label, logits, labels, mask in cases:
-        inputs = {"logits": logits, "labels": labels, "mask": mask}
-        before = _snapshot(inputs)
-        got = _invoke(name, label, fn, logits, labels, mask)
-        _check_unchanged(name, before, inputs)
+        got = _call_inputs(name, fn, label, {"logits": logits, "labels": labels, "mask": mask}, None)
         if isinstance(got, (float, int)) and not isinstance(got, bool):
             raise ExerciseError(
                 f"Your {name} returned a Python number ({got!r}) {label}; it should return the loss as a tensor, "
