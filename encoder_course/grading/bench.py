@@ -21,7 +21,6 @@ import threading
 import time
 from pathlib import Path
 
-from ..notebook_tools import budgets
 from .grade import grade
 
 ANSWERS = {
@@ -101,7 +100,9 @@ def main(argv=None) -> int:
     print(f"peak memory: the grader {own:.0f} MB, all its processes together {peak[0]:.0f} MB (PSS); each submission "
           f"took {first:.2f} s in the first third of the class and {last:.2f} s in the last")
     print(next(line for line in log.getvalue().splitlines() if line.startswith("verdict processes:")))
-    print(f"machine: {budgets.machine()}")
+    from ..measure.timing import machine
+
+    print(f"machine: {machine()}")
     return 0
 
 

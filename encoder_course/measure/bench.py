@@ -1,9 +1,10 @@
 """CPU benchmark: our encoder stack (fused and eager, step-by-step, implementations) against ``nn.TransformerEncoder``.
 
 Run ``python -m encoder_course.measure.bench`` (``--unpadding``: the unpadded path on real passages
-instead). Twelve BERT-base layers (768 wide, 12 heads, 3072 FFN,
-GELU, post-LN) are timed on the same input, forward pass only, in ``torch.inference_mode()`` and
-eval mode, at two shapes: a batch of 8 x 128 tokens and 1 x 512. torch's layers get exactly our
+instead). BERT-base layers (768 wide, 12 heads, 3072 FFN, GELU, post-LN; twelve unless ``--layers``) are
+timed on the same input, forward pass only, in ``torch.inference_mode()`` and eval mode, at each shape of
+``--shapes`` (by default a batch of 8 x 128 tokens and 1 x 512; ``--layers 4 --shapes 8x128,1x16,32x512``
+gives the dense figures of the speed issue: throughput, latency and a large batch). torch's layers get exactly our
 weights (checked: the outputs agree), so the three timings do the same arithmetic. In eval and
 inference mode ``nn.TransformerEncoder`` takes its fused "fast path" (one native kernel per layer).
 """
@@ -19,7 +20,7 @@ from torch import nn
 from .._validate import require_implementation
 from ..block import EncoderBlock
 from ..interop import to_torch_encoder
-from .timing import time_side_by_side
+from .timing import machine, time_side_by_side
 
 BERT_BASE = {"d_model": 768, "n_heads": 12, "d_ff": 3072, "n_layers": 12, "eps": 1e-12}
 SHAPES = ((8, 128), (1, 512))
@@ -117,14 +118,32 @@ def unpadding_benchmark(batches: int = 6, batch_size: int = 32, n_layers: int = 
                                   threads=threads or torch.get_num_threads(), device=device)
 
 
+def _shapes(text: str) -> tuple:
+    """``"8x128,1x16"`` -> ``((8, 128), (1, 16))``."""
+    try:
+        shapes = tuple(tuple(int(n) for n in part.lower().split("x")) for part in text.split(","))
+    except ValueError:
+        shapes = ()
+    if not shapes or any(len(s) != 2 or min(s) < 1 for s in shapes):
+        raise argparse.ArgumentTypeError(f"shapes are batch x length, comma-separated, as 8x128,1x16; got {text!r}")
+    return shapes
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7, help="timed runs per stack and shape")
     parser.add_argument("--warmup", type=int, default=2, help="untimed runs first")
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    parser.add_argument("--layers", type=int, default=BERT_BASE["n_layers"], help="BERT-base layers in the stack")
+    parser.add_argument("--shapes", type=_shapes, default=SHAPES,
+                        help="batch x length, comma-separated (default 8x128,1x512)")
     parser.add_argument("--unpadding", action="store_true",
                         help="time unpadding on batches of real passages instead (notebook 13)")
     args = parser.parse_args(argv)
+    m = machine()
+    load = "" if m["load_1min_before"] is None else f", 1-minute load {m['load_1min_before']:.1f}"
+    print(f"{m['date']}: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB{load}, Python {m['python']}, "
+          f"torch {m['torch']}")
     if args.unpadding:
         rows = unpadding_benchmark(threads=args.threads)
         print(f"all-MiniLM-L6-v2's width, 4 layers, forward, inference mode, CPU, {torch.get_num_threads()} threads, "
@@ -135,8 +154,9 @@ def main(argv=None) -> int:
             print(f"{r['shape'][0]:>4} x {r['shape'][1]:<4} {r['padding']:>8.0%} {r['padded_ms']:>10.1f} "
                   f"{r['unpadded_ms']:>12.1f} {r['torch_ms']:>16.1f} {r['speedup']:>15.2f}x {r['vs_torch']:>14.2f}x")
         return 0
-    results = benchmark(warmup=args.warmup, repeats=args.repeats, threads=args.threads)
-    print(f"12 BERT-base layers, forward, inference mode, CPU, {torch.get_num_threads()} threads, "
+    results = benchmark(shapes=args.shapes, warmup=args.warmup, repeats=args.repeats, threads=args.threads,
+                        config={"n_layers": args.layers})
+    print(f"{args.layers} BERT-base layers, forward, inference mode, CPU, {torch.get_num_threads()} threads, "
           f"torch {torch.__version__}; {args.repeats} interleaved runs each")
     print("(the minimum is the least disturbed run; on a busy machine it is the steadier figure)")
     print(f"{'shape':>9} {'stat':>6} {'torch (s)':>10} {'ours fused':>10} {'ours eager':>11} {'fused/torch':>11} "

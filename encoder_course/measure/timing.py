@@ -290,6 +290,30 @@ def fresh_memory_bytes(fn, *args, repeats: int = 3, **kwargs) -> int | None:
     return fewest * resource.getpagesize()
 
 
+def machine() -> dict:
+    """What the figures were measured on (no paths, no host names)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        for line in lines:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    try:
+        import psutil
+
+        memory_gib = round(psutil.virtual_memory().total / 2**30)
+    except ImportError:
+        memory_gib = None
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": memory_gib, "load_1min_before": load,
+            "python": platform.python_version(), "torch": torch.__version__,
+            "date": datetime.date.today().isoformat()}
+
+
 @contextlib.contextmanager
 def cpu_threads(n: int):
     """Run the block with ``n`` CPU threads, then restore the caller's setting."""

@@ -16,10 +16,8 @@ for a machine 30 times slower than a quiet one; and it keeps the memory limit.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import re
 import sys
 from pathlib import Path
@@ -52,30 +50,6 @@ def hang_seconds(name: str, recorded: dict | None) -> float:
     return HANG_FACTOR * ceiling_seconds(name, recorded)
 
 
-def machine() -> dict:
-    """What the figures were measured on (no paths, no host names)."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    try:
-        import psutil
-
-        memory_gib = round(psutil.virtual_memory().total / 2**30)
-    except ImportError:
-        memory_gib = None
-    import torch
-
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": memory_gib, "load_1min_before": load,
-            "python": platform.python_version(), "torch": torch.__version__,
-            "date": datetime.date.today().isoformat()}
-
-
 def load(root: Path) -> dict:
     """The recorded budgets (``{"machine": ..., "notebooks": {"solutions/NN_x": {...}}}``), or empty."""
     path = root / FILE_NAME
@@ -88,6 +62,7 @@ def measure(root: Path, names=None, versions=("solutions", "learner"), out=sys.s
 
     import nbformat
 
+    from ..measure.timing import machine  # imports torch: only when measuring
     from .executor import run_notebook
     from .manifest import select
 

@@ -1,5 +1,9 @@
 """encoder_course.measure.bench: the CPU benchmark's three stacks agree, and it runs on tiny sizes."""
 
+import argparse
+
+import pytest
+
 from encoder_course.measure import bench
 
 
@@ -12,3 +16,15 @@ def test_bench_stacks_agree_and_benchmark_runs():
     med = r["median_s"]
     assert all(t > 0 for t in med.values())
     assert r["ratio_fused"] == med["ours_fused"] / med["torch"] and r["ratio_eager"] == med["ours_eager"] / med["torch"]
+
+
+def test_the_command_takes_shapes_and_layers_and_names_the_machine(capsys):
+    assert bench._shapes("8x128,1x16, 32X512") == ((8, 128), (1, 16), (32, 512))
+    for wrong in ("8x128,", "8", "0x16", "ax2", "1x2x3"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            bench._shapes(wrong)
+    assert bench.main(["--layers", "1", "--shapes", "1x4,2x3", "--repeats", "1", "--warmup", "0"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "cores" in out[0] and "torch" in out[0]  # the machine, first
+    assert out[1].startswith("1 BERT-base layers")
+    assert sum(line.split()[:3] in (["1", "x", "4"], ["2", "x", "3"]) for line in out) == 4  # median and min each
