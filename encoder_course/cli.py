@@ -125,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     execute = sub.add_parser(
         "execute", help="re-execute the solution notebooks in course order (one shared workspace), then "
         "regenerate the learner versions")
-    execute.add_argument("names", nargs="*", help="only notebooks whose name contains one of these")
+    execute.add_argument("names", nargs="*", help="store only notebooks whose name contains one of these (the "
+                         "earlier ones still run first, for the parts they save)")
     execute.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per cell")
 
     args = parser.parse_args(argv)

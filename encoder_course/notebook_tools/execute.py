@@ -2,7 +2,9 @@
 
 The notebooks run one after the other (:mod:`.executor`, which also stores each widget's state, so the
 website edition can show the widget's first picture), sharing one fresh learner workspace, exactly as a
-learner who solves every exercise in order: each notebook uses the parts the earlier ones saved.
+learner who solves every exercise in order: each notebook uses the parts the earlier ones saved. Asked for
+some notebooks only, it still runs every earlier one first, to fill the workspace, and stores only those asked
+for: a notebook run in an empty workspace would store "not saved yet" where a learner sees their own parts.
 Tracebacks are plain (no colour codes), and a cell that does not answer within ``--timeout`` seconds is
 an error, never a silent wait; a notebook with an error or a timeout is left as it was, and the run stops.
 Each notebook is written in the course's stable form (:func:`.notebook_tools.write_notebook`), so a
@@ -28,13 +30,14 @@ class ExecutionFailed(RuntimeError):
 STARTUP_S = 120.0
 
 
-def execute(paths: list[Path], timeout: float = 300.0, out=sys.stdout) -> None:
+def execute(paths: list[Path], timeout: float = 300.0, out=sys.stdout, store=None) -> None:
     """Execute each notebook in place, in the given order, with one shared fresh workspace.
 
     Args:
         paths: the notebooks, in the order to run them.
         timeout: seconds one cell may run.
         out: where the progress lines go.
+        store: the notebooks to write (None: all); the others only run, for the parts they save.
 
     Raises:
         ExecutionFailed: at the first notebook that does not run to its end (that notebook is not written).
@@ -61,6 +64,9 @@ def execute(paths: list[Path], timeout: float = 300.0, out=sys.stdout) -> None:
                 if run.stop_reason is not None:
                     out.write(" failed\n")
                     raise ExecutionFailed(_failure(path, nb, run, timeout))
+                if store is not None and path not in store:
+                    out.write(" ran (for the parts it saves; not stored)\n")
+                    continue
                 changed = write_notebook(nb, path)
                 out.write(" done\n" if changed else " done (unchanged)\n")
         finally:
@@ -88,16 +94,19 @@ def _failure(path: Path, nb, run, timeout: float) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="encoder-course execute", description=__doc__.splitlines()[0])
-    parser.add_argument("names", nargs="*", help="only notebooks whose name contains one of these (default: all)")
+    parser.add_argument("names", nargs="*", help="store only notebooks whose name contains one of these (default: "
+                        "all); the earlier ones still run first, for the parts they save")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per cell (default 300)")
     args = parser.parse_args(argv)
     from . import manifest
     from .learner_versions import find_root, regenerate
 
     root = find_root(None)
-    paths = [nb.solution(root) for nb in manifest.select(args.names) if nb.solution(root).exists()]
+    course = [nb.solution(root) for nb in manifest.select([]) if nb.solution(root).exists()]
+    chosen = [nb.solution(root) for nb in manifest.select(args.names) if nb.solution(root).exists()]
+    paths = course[:max((course.index(p) + 1 for p in chosen), default=0)]  # the chosen and every one before
     try:
-        execute(paths, timeout=args.timeout)
+        execute(paths, timeout=args.timeout, store=set(chosen))
     except ExecutionFailed as failure:
         sys.stderr.write(f"{failure}\n")
         return 1

@@ -197,6 +197,40 @@ def test_execute_stores_the_notebook_and_leaves_a_failing_one_as_it_was(tmp_path
     assert nbformat.read(good, as_version=4).cells[1].outputs[0]["text"] == "42\n"
 
 
+def test_execute_asked_for_one_notebook_runs_the_earlier_ones_first_and_stores_only_it(tmp_path):
+    # A later notebook uses the parts the earlier ones saved in the workspace: run alone, in an empty one, it
+    # would store what a learner who did the earlier notebooks never sees.
+    from encoder_course.notebook_tools import execute
+
+    first, second = tmp_path / "01_saves.ipynb", tmp_path / "02_uses.ipynb"
+    saves = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import os, pathlib\nw = pathlib.Path(os.environ['ENCODER_COURSE_WORKSPACE'])\nw.mkdir(parents=True)\n"
+        "(w / 'part.txt').write_text('mine')")])
+    uses = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import os, pathlib\nprint((pathlib.Path(os.environ['ENCODER_COURSE_WORKSPACE']) / 'part.txt').read_text())")])
+    nbformat.write(saves, first)
+    nbformat.write(uses, second)
+    before = first.read_bytes()
+    log = io.StringIO()
+    execute.execute([first, second], timeout=60, out=log, store={second})
+    assert first.read_bytes() == before and "not stored" in log.getvalue()
+    assert nbformat.read(second, as_version=4).cells[0].outputs[0]["text"] == "mine\n"
+
+def test_the_execute_command_for_one_notebook_runs_the_course_up_to_it(monkeypatch, capsys):
+    from encoder_course.notebook_tools import execute
+
+    seen = {}
+
+    def stop(paths, timeout, store):  # records what would run, then stops the command before it writes
+        seen.update(paths=[p.name[:2] for p in paths], store=sorted(p.name[:2] for p in store))
+        raise execute.ExecutionFailed("stopped by the test")
+
+    monkeypatch.setattr(execute, "execute", stop)
+    assert execute.main(["12_real"]) == 1
+    assert seen == {"paths": [f"{n:02d}" for n in range(13)], "store": ["12"]}
+    assert execute.main(["02_att", "05_res"]) == 1
+    assert seen == {"paths": [f"{n:02d}" for n in range(6)], "store": ["02", "05"]}
+
 # --- the stable form, without a kernel ----------------------------------------------------------------------
 
 def test_widget_models_are_numbered_in_the_order_they_appear():
