@@ -4,7 +4,7 @@ Run ``python -m encoder_course.measure.bench`` (``--unpadding``: the unpadded pa
 instead). BERT-base layers (768 wide, 12 heads, 3072 FFN, GELU, post-LN; twelve unless ``--layers``) are
 timed on the same input, forward pass only, in ``torch.inference_mode()`` and eval mode, at each shape of
 ``--shapes`` (by default a batch of 8 x 128 tokens and 1 x 512; ``--layers 4 --shapes 8x128,1x16,32x512``
-gives the dense figures of the speed issue: throughput, latency and a large batch). torch's layers get exactly our
+compares throughput, latency and a large batch). torch's layers get exactly our
 weights (checked: the outputs agree), so the three timings do the same arithmetic. In eval and
 inference mode ``nn.TransformerEncoder`` takes its fused "fast path" (one native kernel per layer).
 """

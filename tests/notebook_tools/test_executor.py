@@ -216,7 +216,8 @@ def test_execute_asked_for_one_notebook_runs_the_earlier_ones_first_and_stores_o
     assert first.read_bytes() == before and "not stored" in log.getvalue()
     assert nbformat.read(second, as_version=4).cells[0].outputs[0]["text"] == "mine\n"
 
-def test_the_execute_command_for_one_notebook_runs_the_course_up_to_it(monkeypatch, capsys):
+
+def test_the_execute_command_for_one_notebook_runs_the_course_up_to_it(monkeypatch):
     from encoder_course.notebook_tools import execute
 
     seen = {}
@@ -230,6 +231,7 @@ def test_the_execute_command_for_one_notebook_runs_the_course_up_to_it(monkeypat
     assert seen == {"paths": [f"{n:02d}" for n in range(13)], "store": ["12"]}
     assert execute.main(["02_att", "05_res"]) == 1
     assert seen == {"paths": [f"{n:02d}" for n in range(6)], "store": ["02", "05"]}
+
 
 # --- the stable form, without a kernel ----------------------------------------------------------------------
 
