@@ -4,9 +4,10 @@ A padded batch ``(B, L)`` computes every layer for ``B * L`` positions, padding 
 layer except attention works on one token at a time (the projections, the feed-forward network, the norms),
 so it can run on the ``T`` real tokens alone, packed one sentence after another into ``(1, T, d_model)``.
 Attention must stay within each sentence: the packed sequence's attention is block-diagonal, one block per
-sentence. :class:`Packed` describes the packing; :func:`packed_attention` attends within each sentence,
-the sentences of one length together (a loop over lengths: GPUs do it in one kernel, ``flash_attn_varlen``,
-that reads the sentences' offsets); :func:`pack` and :func:`unpack` move between the two layouts.
+sentence. :class:`Packed` describes the packing, the sentences of one length side by side;
+:func:`packed_attention` attends within each sentence, the sentences of one length together (a loop over
+lengths: GPUs do it in one kernel, ``flash_attn_varlen``, that reads the sentences' offsets); :func:`pack` and
+:func:`unpack` move between the two layouts.
 """
 
 from __future__ import annotations
@@ -24,14 +25,15 @@ class Packed:
 
     Attributes:
         index: ``(T,)`` long, each real token's flat position ``b * L + j`` in the padded batch, sentence by
-            sentence, in order.
+            sentence, the sentences of one length side by side (in the order of :attr:`groups`).
         positions: ``(T,)`` long, each real token's position ``j`` in its own row (what rotary positions and
             windows measure offsets with, so the packed path computes what the padded one does).
-        lengths: the number of real tokens of each sentence (``T = sum(lengths)``).
+        lengths: the number of real tokens of each sentence of the batch, in the batch's order (``T = sum(lengths)``).
         batch, length: the padded batch's ``(B, L)``.
-        groups: the sentences that attention can take together: ``(tokens, count, n, contiguous)`` per group, the
-            packed indices of ``count`` sentences of ``n`` tokens each (their real tokens side by side in their
-            rows when ``contiguous``; a sentence with padding between its tokens is a group of its own).
+        groups: the sentences that attention can take together: ``(start, count, n, contiguous)`` per group,
+            ``count`` sentences of ``n`` tokens each, packed one after another from ``start`` (their real tokens
+            side by side in their rows when ``contiguous``; a sentence with padding between its tokens is a group
+            of its own).
         window: the ``(L, L)`` window mask of the padded layout for local attention, or None for global attention.
     """
 
@@ -49,23 +51,21 @@ class Packed:
         if not isinstance(real, torch.Tensor) or real.dtype != torch.bool or real.dim() != 2:
             raise ValueError(f"unpadding needs a (B, L) bool mask of the real tokens, got {shape_str(real)}")
         batch, length = real.shape
-        index = real.reshape(-1).nonzero().squeeze(1)  # (T,)
-        positions = index % length  # (T,)
+        in_row = real.reshape(-1).nonzero().squeeze(1)  # (T,): the real tokens, in the batch's order
         lengths = real.sum(dim=1).tolist()
-        starts, where = [], 0
-        for n in lengths:
-            starts.append(where)
-            where += n
-        pos = positions.tolist()
+        rows = in_row.split(lengths)  # each sentence's flat positions
         by_key: dict = {}  # (n, True) for sentences without padding between their tokens, else one group each
-        for b, (start, n) in enumerate(zip(starts, lengths)):
+        for b, (tokens, n) in enumerate(zip(rows, lengths)):
             if n:
-                contiguous = pos[start + n - 1] - pos[start] == n - 1
-                by_key.setdefault((n, True) if contiguous else (n, False, b), []).append(start)
-        groups = tuple((torch.cat([torch.arange(s, s + key[0]) for s in group_starts]).to(real.device),
-                        len(group_starts), key[0], key[1]) for key, group_starts in by_key.items())
-        return cls(index=index, positions=positions, lengths=tuple(lengths), batch=batch, length=length,
-                   groups=groups)
+                contiguous = int(tokens[-1] - tokens[0]) == n - 1
+                by_key.setdefault((n, True) if contiguous else (n, False, b), []).append(tokens)
+        groups, start = [], 0
+        for key, sentences in by_key.items():  # the sentences of one group side by side
+            groups.append((start, len(sentences), key[0], key[1]))
+            start += len(sentences) * key[0]
+        index = torch.cat([t for sentences in by_key.values() for t in sentences]) if by_key else in_row  # (T,)
+        return cls(index=index, positions=index % length, lengths=tuple(lengths), batch=batch, length=length,
+                   groups=tuple(groups))
 
     @property
     def tokens(self) -> int:
@@ -77,14 +77,15 @@ class Packed:
         (``sliding_window_mask(L, window)``); None for global attention."""
         return replace(self, window=table)
 
-    def group_window(self, tokens: torch.Tensor, n: int, contiguous: bool) -> torch.Tensor | None:
-        """The ``(n, n)`` window of a group's sentences (None for global attention). A window depends on the
-        offsets between positions only, so sentences whose tokens sit side by side share the first ``n`` rows."""
+    def group_window(self, start: int, n: int, contiguous: bool) -> torch.Tensor | None:
+        """The ``(n, n)`` window of the group packed from ``start`` (None for global attention). A window depends
+        on the offsets between positions only, so sentences whose tokens sit side by side share the first ``n``
+        rows."""
         if self.window is None:
             return None
         if contiguous:
             return self.window[:n, :n]
-        pos = self.positions[tokens[:n]]  # a group of one sentence
+        pos = self.positions[start:start + n]  # a group of one sentence
         return self.window[pos][:, pos]
 
     def dense_mask(self) -> torch.Tensor:
@@ -93,8 +94,8 @@ class Packed:
         For an attention module that only takes a mask: the same numbers as :func:`packed_attention`, but
         it computes all ``T x T`` scores, so it is slower than the padded path, not faster.
         """
-        sentence = torch.repeat_interleave(torch.arange(len(self.lengths)), torch.tensor(self.lengths))  # (T,)
-        allowed = (sentence[:, None] == sentence[None, :]).to(self.index.device)  # (T, T)
+        sentence = self.index // self.length  # (T,): each token's row in the padded batch
+        allowed = sentence[:, None] == sentence[None, :]  # (T, T)
         if self.window is not None:
             allowed = allowed & self.window[self.positions][:, self.positions]
         return allowed[None, None]  # (1, 1, T, T)
@@ -137,8 +138,9 @@ def unpack(x: torch.Tensor, packed: Packed) -> torch.Tensor:
 def packed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, packed: Packed, attend) -> torch.Tensor:
     """Attention within each sentence of a packed sequence, sentences of one length together.
 
-    The sentences of each length (:attr:`Packed.groups`) are gathered into a batch ``(count, H, n, d_head)`` and
-    attended in one call; the outputs go back to their packed places. Within a group there is no padding.
+    The sentences of each length (:attr:`Packed.groups`) sit side by side in the packed sequence: each group is a
+    slice, viewed as a batch ``(count, H, n, d_head)`` and attended in one call. Within a group there is no
+    padding.
 
     Args:
         q, k, v: the packed sequence's queries, keys and values.
@@ -148,14 +150,11 @@ def packed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, packed: 
     Shape:
         ``q``, ``k``, ``v`` ``(1, H, T, d_head)``; returns ``(1, H, T, d_head)``.
     """
-    heads = q.shape[1]
-    outs, order = [], []
-    for tokens, count, n, contiguous in packed.groups:
-        take = [x[0][:, tokens].view(heads, count, n, -1).transpose(0, 1) for x in (q, k, v)]  # (count, H, n, d)
-        out = attend(*take, packed.group_window(tokens, n, contiguous))  # (count, H, n, d_v)
-        outs.append(out.transpose(0, 1).reshape(heads, count * n, -1))  # (H, count * n, d_v)
-        order.append(tokens)
+    outs = []
+    for start, count, n, contiguous in packed.groups:
+        take = [x[0, :, start:start + count * n].unflatten(1, (count, n)).transpose(0, 1) for x in (q, k, v)]
+        out = attend(*take, packed.group_window(start, n, contiguous))  # (count, H, n, d_v)
+        outs.append(out.transpose(0, 1).flatten(1, 2))  # (H, count * n, d_v)
     if not outs:  # no real token at all
         return v.new_zeros(v.shape)
-    back = torch.argsort(torch.cat(order))  # where each packed token's output sits in the concatenation
-    return torch.cat(outs, dim=1)[:, back][None]  # (1, H, T, d_v)
+    return torch.cat(outs, dim=1)[None]  # (1, H, T, d_v)

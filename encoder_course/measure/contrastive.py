@@ -117,7 +117,7 @@ def fine_tune(sentence_encoder, pairs_: list[tuple[str, str]], *, steps: int = 2
     frozen = [p for p in encoder.parameters() if all(p is not q for q in trained)]
     for p in frozen:
         p.requires_grad_(False)
-    optimizer = torch.optim.AdamW(trained, lr=lr)
+    optimizer = torch.optim.AdamW(trained, lr=lr, foreach=True)  # one update for all: as training.train
     result, start, order = FineTuneResult(), time.perf_counter(), []
     tokenizer = sentence_encoder.tokenizer
     cuts = hasattr(tokenizer, "enable_truncation")  # a tokenizers.Tokenizer (a test's stand-in may not be)

@@ -223,7 +223,7 @@ def pretrain(model: MaskedLM, sequences: list[list[int]], vocab: Vocabulary, *, 
     if threads is not None:
         require_positive_int("threads", threads)
     generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, foreach=True)  # as training.train
     result, start, batches, empty = PretrainResult(), time.perf_counter(), [], 0
     budget_start = clock()
     with cpu_threads(threads) if threads is not None else contextlib.nullcontext():

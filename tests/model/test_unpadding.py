@@ -55,6 +55,28 @@ def test_unpadded_gradients_equal_the_padded_ones():
         torch.testing.assert_close(a.grad, b.grad, atol=2e-5, rtol=1e-4, msg=name)
 
 
+def test_sentences_of_one_length_are_packed_side_by_side_and_attended_together():
+    torch.manual_seed(2)
+    ids = torch.randint(1, 60, (6, 11))
+    for row, n in enumerate([5, 9, 5, 11, 9, 5]):  # three lengths, interleaved in the batch
+        ids[row, n:] = 0
+    real = ids != 0
+    packed = Packed.from_mask(real)
+    assert sorted((count, n) for _, count, n, _ in packed.groups) == [(1, 11), (2, 9), (3, 5)]
+    for start, count, n, _ in packed.groups:  # each group one slice, its sentences' rows whole and in order
+        rows = (packed.index[start:start + count * n] // 11).view(count, n)
+        assert (rows == rows[:, :1]).all() and rows[:, 0].tolist() == sorted(set(rows[:, 0].tolist()))
+        assert all(real[r].sum() == n for r in rows[:, 0].tolist())
+    assert sorted(packed.index.tolist()) == real.reshape(-1).nonzero().squeeze(1).tolist()  # every real token once
+    config = ec.EncoderConfig(vocab_size=60, max_len=16, d_model=32, n_heads=4, d_ff=48, dropout=0.0, n_layers=2,
+                              positions="rotary", window=4, global_every=2)
+    torch.manual_seed(0)
+    padded = ec.Encoder(config).eval()
+    unpadded = ec.Encoder(config.replace(unpad=True)).eval()
+    unpadded.load_state_dict(padded.state_dict())
+    torch.testing.assert_close(unpadded(ids, real)[real], padded(ids, real)[real], atol=2e-6, rtol=0)
+
+
 def test_a_row_of_padding_only_and_no_mask_are_handled():
     config = ec.EncoderConfig(vocab_size=60, max_len=16, d_model=32, n_heads=4, d_ff=48, dropout=0.0, unpad=True)
     model = ec.Encoder(config).eval()
@@ -91,7 +113,7 @@ def test_the_dense_mask_is_block_diagonal_and_gives_the_same_attention_as_the_lo
     table = ec.sliding_window_mask(13, 4)
     for packed in (Packed.from_mask(real), Packed.from_mask(real).with_window(table)):
         dense = packed.dense_mask()[0, 0]  # (T, T)
-        sentence = torch.repeat_interleave(torch.arange(4), torch.tensor(packed.lengths))
+        sentence = packed.index // 13  # each token's row in the padded batch
         assert not (dense & (sentence[:, None] != sentence[None, :])).any()  # never across sentences
         if packed.window is not None:  # within a sentence: the window of the padded layout
             pos = packed.positions
