@@ -145,9 +145,10 @@ def main(argv=None) -> int:
     print(f"{m['date']}: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB{load}, Python {m['python']}, "
           f"torch {m['torch']}")
     if args.unpadding:
-        rows = unpadding_benchmark(threads=args.threads)
+        rows = unpadding_benchmark(repeats=args.repeats, threads=args.threads)
         print(f"all-MiniLM-L6-v2's width, 4 layers, forward, inference mode, CPU, {torch.get_num_threads()} threads, "
-              f"torch {torch.__version__}; batches of 32 docstring passages in corpus order; median of 3 runs")
+              f"torch {torch.__version__}; batches of 32 docstring passages in corpus order; median of {args.repeats} "
+              "interleaved runs")
         print(f"{'batch':>11} {'padding':>8} {'padded ms':>10} {'unpadded ms':>12} {'torch nested ms':>16} "
               f"{'padded/unpadded':>16} {'torch/unpadded':>15}")
         for r in rows:

@@ -24,7 +24,7 @@ from ..encoder import Encoder, EncoderConfig
 from ..masks import sliding_window_mask
 from .counting import parameter_count
 from .masked_lm import Vocabulary, make_model, masked_accuracy, pad_batch, pretrain
-from .timing import cpu_threads, time_fn
+from .timing import cpu_threads, time_side_by_side
 
 POSITION_KINDS = ("learned", "sinusoidal", "rotary")
 
@@ -177,13 +177,16 @@ def unpadding_times(batches: list[torch.Tensor], config: EncoderConfig, *, repea
 
     The three share one set of weights (checked: the outputs agree at the real tokens). torch's encoder layers
     take the padding mask (True = padding) and, in eval and inference mode, run on nested tensors: its own way
-    of skipping padding. Only the layers are timed (the embeddings are the same lookup for all three).
+    of skipping padding. The padded path and torch's are timed from the embeddings' output, the unpadded one from
+    the token ids: its embeddings, packing and unpacking count against it. The three take turns, round after round
+    (:func:`~encoder_course.measure.timing.time_side_by_side`), so a slow spell of a shared machine falls on all
+    three alike.
 
     Returns:
         one dict per batch: ``shape``, ``padding`` (share of the positions), ``padded_ms``, ``unpadded_ms``,
         ``torch_ms`` (medians), ``speedup`` (padded / unpadded) and ``vs_torch`` (torch / unpadded).
         On a GPU (``device="cuda"``, the GPU script ``python -m encoder_course.measure.gpu``) each run is
-        timed with the device synchronised (:func:`~encoder_course.measure.timing.time_fn`).
+        timed with the device synchronised.
     """
     from ..interop import to_torch_encoder
 
@@ -194,11 +197,6 @@ def unpadding_times(batches: list[torch.Tensor], config: EncoderConfig, *, repea
     unpadded.load_state_dict(padded.state_dict())
     theirs = to_torch_encoder(padded.layers).eval().to(device)
     tolerance = 1e-4 if device.type == "cpu" else 1e-3  # GPU matmuls may use TF32 and other kernels per path
-
-    def median_ms(fn):
-        if device.type == "cpu":
-            return _median_ms(fn, repeats)
-        return 1000 * time_fn(fn, warmup=1, repeats=repeats, device=device)["median_s"]
 
     rows = []
     with cpu_threads(threads):
@@ -218,9 +216,12 @@ def unpadding_times(batches: list[torch.Tensor], config: EncoderConfig, *, repea
                     h = layer(h, mask)
                 return h
 
-            times = {"padded_ms": median_ms(run_padded),
-                     "unpadded_ms": median_ms(lambda ids=ids, real=real: unpadded(ids, real)),
-                     "torch_ms": median_ms(lambda x=x, real=real: theirs(x, src_key_padding_mask=~real))}
+            runs = time_side_by_side({  # in turn, round after round: a slow spell falls on all three alike
+                "padded_ms": run_padded,
+                "unpadded_ms": lambda ids=ids, real=real: unpadded(ids, real),
+                "torch_ms": lambda x=x, real=real: theirs(x, src_key_padding_mask=~real),
+            }, rounds=repeats, device=device)
+            times = {name: 1000 * statistics.median(seconds) for name, seconds in runs.items()}
             rows.append({"shape": tuple(ids.shape), "padding": 1 - real.float().mean().item(), **times,
                          "speedup": times["padded_ms"] / times["unpadded_ms"],
                          "vs_torch": times["torch_ms"] / times["unpadded_ms"]})

@@ -122,17 +122,17 @@ def time_fn(fn, *args, warmup: int = 2, repeats: int = 5, device=None, **kwargs)
     }
 
 
-def time_side_by_side(calls: dict, warmup: int = 1, rounds: int = 5) -> dict:
+def time_side_by_side(calls: dict, warmup: int = 1, rounds: int = 5, device=None) -> dict:
     """Time several callables in turn, round after round, so that a slow spell of a shared machine falls on all
     of them alike: ``{name: [seconds of each round]}``. Compare them by their fastest rounds (``min``), which
-    a busy machine inflates least."""
+    a busy machine inflates least. ``device`` as :func:`time_fn`'s (a GPU is synchronised around each call)."""
     require_positive_int("rounds", rounds)
     for call in calls.values():
-        time_fn(call, warmup=warmup, repeats=1)
+        time_fn(call, warmup=warmup, repeats=1, device=device)
     runs = {name: [] for name in calls}
     for _ in range(rounds):
         for name, call in calls.items():
-            runs[name] += time_fn(call, warmup=0, repeats=1)["runs_s"]
+            runs[name] += time_fn(call, warmup=0, repeats=1, device=device)["runs_s"]
     return runs
 
 

@@ -28,3 +28,25 @@ def test_the_command_takes_shapes_and_layers_and_names_the_machine(capsys):
     assert "cores" in out[0] and "torch" in out[0]  # the machine, first
     assert out[1].startswith("1 BERT-base layers")
     assert sum(line.split()[:3] in (["1", "x", "4"], ["2", "x", "3"]) for line in out) == 4  # median and min each
+
+
+def test_unpadding_times_gives_each_batch_the_three_paths_side_by_side(monkeypatch):
+    from encoder_course.encoder import EncoderConfig
+    from encoder_course.measure import modern, timing
+
+    rounds = []
+    real_side_by_side = timing.time_side_by_side
+
+    def counted(calls, **kwargs):
+        rounds.append((tuple(calls), kwargs["rounds"]))
+        return real_side_by_side(calls, **kwargs)
+
+    monkeypatch.setattr(modern, "time_side_by_side", counted)
+    config = EncoderConfig(vocab_size=50, max_len=16, d_model=32, n_heads=4, d_ff=64, n_layers=2)
+    batches = modern.corpus_batches([[5, 6, 7], [8, 9], [10, 11, 12, 13, 14], [7, 7]], 2, 2)
+    rows = modern.unpadding_times(batches, config, repeats=2)
+    assert [r["shape"] for r in rows] == [(2, 3), (2, 5)]
+    assert [round(r["padding"], 6) for r in rows] == [round(1 / 6, 6), 0.3]
+    assert rounds == [(("padded_ms", "unpadded_ms", "torch_ms"), 2)] * 2  # in turn, round after round
+    for r in rows:
+        assert r["speedup"] == r["padded_ms"] / r["unpadded_ms"] and r["vs_torch"] == r["torch_ms"] / r["unpadded_ms"]
