@@ -53,12 +53,13 @@ class Packed:
         batch, length = real.shape
         in_row = real.reshape(-1).nonzero().squeeze(1)  # (T,): the real tokens, in the batch's order
         lengths = real.sum(dim=1).tolist()
-        rows = in_row.split(lengths)  # each sentence's flat positions
+        flat, first = in_row.tolist(), 0  # read once: a GPU is not waited for sentence by sentence
         by_key: dict = {}  # (n, True) for sentences without padding between their tokens, else one group each
-        for b, (tokens, n) in enumerate(zip(rows, lengths)):
+        for b, (tokens, n) in enumerate(zip(in_row.split(lengths), lengths)):  # each sentence's flat positions
             if n:
-                contiguous = int(tokens[-1] - tokens[0]) == n - 1
+                contiguous = flat[first + n - 1] - flat[first] == n - 1
                 by_key.setdefault((n, True) if contiguous else (n, False, b), []).append(tokens)
+            first += n
         groups, start = [], 0
         for key, sentences in by_key.items():  # the sentences of one group side by side
             groups.append((start, len(sentences), key[0], key[1]))
