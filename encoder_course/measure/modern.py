@@ -154,16 +154,6 @@ def budget_table(runs: list[BudgetRun]) -> dict[str, dict[str, float]]:
 # Speed: unpadding and local attention
 
 
-def _median_ms(fn, repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
-
-
 def corpus_batches(token_ids: list[list[int]], batch_size: int, count: int, pad_id: int = 0) -> list[torch.Tensor]:
     """The first ``count`` batches of ``batch_size`` passages in corpus order (no sorting by length), padded."""
     return [pad_batch(token_ids[i:i + batch_size], pad_id)
@@ -235,7 +225,8 @@ def local_attention_times(lengths, windows, *, n_heads: int = 4, d_head: int = 3
 
     ``global`` is PyTorch's fused attention over every key. For each window, ``masked`` is the same kernel with
     the window as a mask (the same numbers as local attention, the whole score matrix computed) and ``banded``
-    is :func:`~encoder_course.sliding_window_attention` (scores within the band only).
+    is :func:`~encoder_course.sliding_window_attention` (scores within the band only). At each length they take
+    turns for ``repeats`` rounds, and each time is the fastest of its rounds.
 
     Returns:
         one dict per (length, window): ``length``, ``window``, ``global_ms``, ``masked_ms``, ``banded_ms``, and the
@@ -247,16 +238,20 @@ def local_attention_times(lengths, windows, *, n_heads: int = 4, d_head: int = 3
     with cpu_threads(threads):
         for length in lengths:
             qkv = [torch.randn(1, n_heads, length, d_head, generator=generator) for _ in range(3)]
-            global_ms = _median_ms(lambda qkv=qkv: F.scaled_dot_product_attention(*qkv), repeats)
+            calls = {"global": lambda qkv=qkv: F.scaled_dot_product_attention(*qkv)}
             for window in windows:
                 mask = sliding_window_mask(length, window)
+                calls[f"masked {window}"] = lambda qkv=qkv, mask=mask: F.scaled_dot_product_attention(
+                    *qkv, attn_mask=mask)
+                calls[f"banded {window}"] = lambda qkv=qkv, window=window: sliding_window_attention(*qkv, window)
+            # In turn, round after round, and the fastest round of each: a slow spell of a busy machine falls on
+            # all of them alike, and the minimum is the figure it inflates least.
+            fastest = {name: 1000 * min(seconds) for name, seconds in time_side_by_side(calls, rounds=repeats).items()}
+            for window in windows:
                 half = max(window // 2, 1)
                 rows.append({
-                    "length": length, "window": window, "global_ms": global_ms,
-                    "masked_ms": _median_ms(lambda qkv=qkv, mask=mask: F.scaled_dot_product_attention(
-                        *qkv, attn_mask=mask), repeats),
-                    "banded_ms": _median_ms(lambda qkv=qkv, window=window: sliding_window_attention(*qkv, window),
-                                            repeats),
-                    "global_pairs": length * length, "window_pairs": int(mask.sum()),
+                    "length": length, "window": window, "global_ms": fastest["global"],
+                    "masked_ms": fastest[f"masked {window}"], "banded_ms": fastest[f"banded {window}"],
+                    "global_pairs": length * length, "window_pairs": int(sliding_window_mask(length, window).sum()),
                     "banded_pairs": math.ceil(length / half) * half * 3 * half})
     return rows
