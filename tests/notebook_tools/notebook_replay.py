@@ -7,8 +7,8 @@ reference parts, which the checkers hold equal. Training twice is most of the su
 teaches the suite nothing the first did not.
 
 A kernel started with ``ENCODER_COURSE_REPLAY=record:DIR`` runs each call of :data:`EXPENSIVE` for real and
-stores in ``DIR`` a digest of its inputs, its result, the weights of every module it was given (training
-changes them in place) and the random generators' states after it. A kernel started with ``replay:DIR`` that
+stores in ``DIR`` a digest of its inputs, its result, the weights of every module it was given if it trains
+them in place, and the random generators' states after it. A kernel started with ``replay:DIR`` that
 makes the same call, the n-th of that function, on inputs of the same digest, gets all of these back instead
 of running it; a call whose inputs differ, or that was never recorded, runs for real. The kernel counts both
 in ``replay_counts.json`` (``record_counts.json``) in ``DIR``, which the test reads.
@@ -30,15 +30,16 @@ from pathlib import Path
 
 import torch
 
+# (module, function, whether it trains the modules it is given in place: their weights are kept too)
 EXPENSIVE = (
-    ("encoder_course.measure.training", "train"),
-    ("encoder_course.measure.masked_lm", "pretrain"),
-    ("encoder_course.measure.contrastive", "fine_tune"),
-    ("encoder_course.measure.search", "embed_sorted"),
-    ("encoder_course.measure.modern", "extrapolation"),
-    ("encoder_course.measure.modern", "same_budget"),
-    ("encoder_course.measure.modern", "unpadding_times"),
-    ("encoder_course.measure.modern", "local_attention_times"),
+    ("encoder_course.measure.training", "train", True),
+    ("encoder_course.measure.masked_lm", "pretrain", True),
+    ("encoder_course.measure.contrastive", "fine_tune", True),
+    ("encoder_course.measure.search", "embed_sorted", False),
+    ("encoder_course.measure.modern", "extrapolation", False),
+    ("encoder_course.measure.modern", "same_budget", False),
+    ("encoder_course.measure.modern", "unpadding_times", False),
+    ("encoder_course.measure.modern", "local_attention_times", False),
 )
 VARIABLE = "ENCODER_COURSE_REPLAY"
 COUNTS = "{mode}_counts.json"  # what a kernel recorded, replayed, ran for real, and which calls differed
@@ -111,7 +112,7 @@ class Replay:
         self.depth = 0  # calls inside a wrapped call (pretrain inside extrapolation) are neither kept nor replayed
         folder.mkdir(parents=True, exist_ok=True)
 
-    def wrap(self, qualified: str, function):
+    def wrap(self, qualified: str, function, trains: bool = True):
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
             if self.depth:
@@ -120,7 +121,7 @@ class Replay:
             h = hashlib.sha256()
             _digest((args, sorted(kwargs.items())), h, set())
             key, file = h.hexdigest(), self.folder / f"{qualified}-{n}.pt"
-            modules = _modules((args, kwargs), set())
+            modules = _modules((args, kwargs), set()) if trains else []
             if self.mode == "replay" and file.exists():
                 stored = torch.load(file, weights_only=False)
                 if stored["key"] == key and len(stored["modules"]) == len(modules):
@@ -164,7 +165,7 @@ def install() -> Replay | None:
     if mode not in ("record", "replay") or not folder:
         raise ValueError(f"{VARIABLE} must be record:DIR or replay:DIR, got {setting!r}")
     replay = Replay(mode, Path(folder))
-    for module_name, name in EXPENSIVE:
+    for module_name, name, trains in EXPENSIVE:
         module = importlib.import_module(module_name)
-        setattr(module, name, replay.wrap(f"{module_name.rsplit('.', 1)[1]}.{name}", getattr(module, name)))
+        setattr(module, name, replay.wrap(f"{module_name.rsplit('.', 1)[1]}.{name}", getattr(module, name), trains))
     return replay

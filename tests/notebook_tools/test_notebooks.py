@@ -149,8 +149,9 @@ def params(paths, version):
 @pytest.fixture(scope="module")
 def course_run(tmp_path_factory):
     """Every solution notebook, run once in course order against one workspace, as a learner who does every
-    exercise in order (and as ``encoder-course execute`` stores them): ``{path: run or the error}`` and
-    the workspace, which then holds every part of the learner's encoder.
+    exercise in order (and as ``encoder-course execute`` stores them): ``{path: run or the error}``, the
+    workspace, which then holds every part of the learner's encoder, and the folder of the training calls
+    each notebook recorded for its learner version's replay.
 
     A notebook that fails is recorded and the next one still runs (on the course's reference for the
     parts it did not save), so each notebook's test reports its own failure.
@@ -162,7 +163,8 @@ def course_run(tmp_path_factory):
             runs[path] = execute(path, folder, replay=f"record:{folder / 'replay' / path.stem}")
         except AssertionError as error:
             runs[path] = error
-    return runs, folder / "my_encoder", folder / "replay"
+    yield runs, folder / "my_encoder", folder / "replay"
+    shutil.rmtree(folder / "replay", ignore_errors=True)  # the trained weights kept for the replay: 300 MB
 
 
 def check_learner_run(path: Path, workspace: Path, replay: str | None = None) -> None:
