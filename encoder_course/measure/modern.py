@@ -3,7 +3,7 @@
 * :func:`extrapolation`: masked-LM encoders that differ only in their positions (learned, sinusoidal, rotary),
   trained on text cut to one length and evaluated on held-out text cut to longer ones;
 * :func:`same_size_configs` and :func:`same_budget`: a BERT-style and a modern encoder with the same number of
-  parameters, pretrained for the same wall-clock time over several seeds;
+  parameters, pretrained for the same processor time over several seeds;
 * :func:`unpadding_times`: one batch of real passages through the padded path, the unpadded one and PyTorch's
   ``nn.TransformerEncoder`` fast path (nested tensors), the same weights;
 * :func:`local_attention_times`: attention over the whole sequence against attention within a window, over lengths.
@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 import time
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from .._validate import require_positive_int, require_positive_number
 from ..blockwise import sliding_window_attention
 from ..encoder import Encoder, EncoderConfig
 from ..masks import sliding_window_mask
@@ -112,33 +114,73 @@ class BudgetRun:
     unigram_loss: float
 
 
-def same_budget(vocab: Vocabulary, train_ids: list[list[int]], held_ids: list[list[int]], *, seconds: float = 7.0,
-                seeds=(0, 1, 2), batch_size: int = 64, lr: float = 2e-3, max_steps: int = 5000,
-                configs: tuple[EncoderConfig, EncoderConfig] | None = None) -> list[BudgetRun]:
-    """Pretrain each design for ``seconds`` of processor time per seed, then measure each on the held-out passages.
+def step_time_ratio(vocab: Vocabulary, train_ids: list[list[int]], configs: tuple[EncoderConfig, EncoderConfig], *,
+                    batch_size: int = 64, lr: float = 2e-3, rounds: int = 5, steps: int = 12) -> float:
+    """Processor time of the second design's pretraining steps over the first's, on the same batches, taking turns.
 
-    Processor time (``time.process_time``, one thread), not wall time: on a busy machine a run gets fewer turns
-    but each step costs the same processor time, so the step counts, and the comparison, do not depend on what
-    else the machine is doing. The designs also take turns, seed by seed.
+    In each round both designs train a throwaway model ``steps`` steps on the same batches, one after the other,
+    on one thread; a round's ratio is of the two totals (a run's set-up before its first step is not counted),
+    and the result is the median over ``rounds`` rounds. Totals, because a step's time depends on its batch's
+    lengths and a run's time is the sum of its steps'; taking turns, because both designs then meet the same
+    load, so the ratio holds on a busy machine where the time of a step does not.
+    """
+    require_positive_int("rounds", rounds)
+    require_positive_int("steps", steps)
+    models = [make_model(config, seed=0) for config in configs]
+    ratios = []
+    for round_ in range(rounds + 1):  # the first round warms up and is not counted
+        totals = []
+        for model in models:
+            ends: list[float] = []
+            pretrain(model, train_ids, vocab, steps=steps + 1, batch_size=batch_size, lr=lr, seed=round_, threads=1,
+                     callback=lambda *_, ends=ends: ends.append(time.process_time()))
+            totals.append(ends[-1] - ends[0])
+        if round_:
+            ratios.append(totals[1] / totals[0])
+    return statistics.median(ratios)
+
+
+def same_budget(vocab: Vocabulary, train_ids: list[list[int]], held_ids: list[list[int]], *, steps: int = 240,
+                seeds=(0, 1, 2), batch_size: int = 64, lr: float = 2e-3, max_steps: int = 5000,
+                configs: tuple[EncoderConfig, EncoderConfig] | None = None, ratio: float | None = None
+                ) -> list[BudgetRun]:
+    """Pretrain each design for the same processor time per seed, then measure each on the held-out passages.
+
+    The BERT-style design trains ``steps`` steps; the modern one as many steps as take the same processor time,
+    ``steps / ratio``, where ``ratio`` is its step's processor time over the BERT-style step's
+    (:func:`step_time_ratio`, measured here when None). Counting steps rather than stopping each run on a clock
+    keeps the comparison the same on a busy machine: there every step takes longer, and runs stopped on a clock
+    took fewer steps, so fewer on a busier machine, and one design's runs fewer than the other's when the load
+    changed between them.
 
     The learning-rate schedule runs over ``max_steps``: both designs see the same rate at the same step, however
     many steps their time allows.
     """
+    require_positive_int("steps", steps)
     bert, modern = configs if configs is not None else same_size_configs(len(vocab))
+    if ratio is None:
+        ratio = step_time_ratio(vocab, train_ids, (bert, modern), batch_size=batch_size, lr=lr)
+    require_positive_number("ratio", ratio)
+    budget = {"BERT-style": steps, "modern": max(1, round(steps / ratio))}
     runs = []
     for seed in seeds:
         for design, config in (("BERT-style", bert), ("modern", modern)):
             model = make_model(config, seed=seed)
-            run = pretrain(model, train_ids, vocab, steps=max_steps, seconds=seconds, batch_size=batch_size, lr=lr,
-                           seed=seed, threads=1, clock=time.process_time)
+            start = time.process_time()  # processor time, one thread: what the budget is of
+            # A clock that counts steps (it reads 0 at the start and k after step k): the run stops after its
+            # budget of steps, and the schedule still runs over max_steps.
+            run = pretrain(model, train_ids, vocab, steps=max_steps, seconds=budget[design] - 0.5,
+                           batch_size=batch_size, lr=lr, seed=seed, threads=1, clock=itertools.count().__next__)
+            seconds = time.process_time() - start
             scores = masked_accuracy(model, held_ids, vocab)
-            runs.append(BudgetRun(design, seed, run.steps, run.seconds, scores["loss"], scores["accuracy"],
+            runs.append(BudgetRun(design, seed, run.steps, seconds, scores["loss"], scores["accuracy"],
                                   scores["unigram_loss"]))
     return runs
 
 
 def budget_table(runs: list[BudgetRun]) -> dict[str, dict[str, float]]:
-    """Per design: the mean and the range over seeds of the held-out loss and accuracy, and the mean steps."""
+    """Per design: the mean and the range over seeds of the held-out loss and accuracy, the mean steps and
+    the mean processor seconds of training."""
     table = {}
     for design in dict.fromkeys(run.design for run in runs):
         mine = [run for run in runs if run.design == design]
@@ -146,7 +188,8 @@ def budget_table(runs: list[BudgetRun]) -> dict[str, dict[str, float]]:
             "loss": statistics.mean(r.loss for r in mine), "loss_min": min(r.loss for r in mine),
             "loss_max": max(r.loss for r in mine), "accuracy": statistics.mean(r.accuracy for r in mine),
             "accuracy_min": min(r.accuracy for r in mine), "accuracy_max": max(r.accuracy for r in mine),
-            "steps": statistics.mean(r.steps for r in mine), "runs": len(mine)}
+            "steps": statistics.mean(r.steps for r in mine), "seconds": statistics.mean(r.seconds for r in mine),
+            "runs": len(mine)}
     return table
 
 

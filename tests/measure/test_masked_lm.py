@@ -97,6 +97,22 @@ def test_a_time_budget_counts_the_clock_it_is_given(tokenizer):
     assert run.steps == 3  # the clock read 1, 2, 3 after the steps: past 2.5 after the third
 
 
+def test_the_same_budget_gives_each_design_the_steps_of_the_same_processor_time(tokenizer):
+    """same_budget: the BERT-style design trains ``steps`` steps, the modern one ``steps / ratio``, the ratio of
+    their steps' processor times measured in turns (step_time_ratio)."""
+    from encoder_course.measure import modern
+
+    vocab = masked_lm.Vocabulary(tokenizer, ["the cat sat on the mat"] * 4)
+    texts = vocab.encode(["the cat sat on the mat", "a cat ran", "the mat"] * 10)
+    configs = modern.same_size_configs(len(vocab), d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=16, window=4)
+    runs = modern.same_budget(vocab, texts, texts, steps=6, seeds=(0,), batch_size=4, configs=configs, ratio=1.5)
+    assert [(r.design, r.steps) for r in runs] == [("BERT-style", 6), ("modern", 4)]
+    assert all(r.seconds > 0 for r in runs)
+    ratio = modern.step_time_ratio(vocab, texts, configs, batch_size=4, rounds=2, steps=3)
+    assert 0.2 < ratio < 5, ratio  # the same size: neither step is many times the other's
+    assert modern.budget_table(runs)["modern"]["steps"] == 4
+
+
 def test_your_encoder_class_can_be_the_pretraining_encoder():
     made = []
 
