@@ -14,3 +14,59 @@ def test_pick_device_says_what_it_picked():
     assert tools.pick_device("cpu")[0].type == "cpu"
     with pytest.raises(ValueError, match="prefer must be"):
         tools.pick_device("tpu")
+
+
+def _ticks(*readings):
+    """A stand-in for /proc/stat: each call gives the next (idle, total) reading."""
+    return iter(readings).__next__
+
+
+@pytest.fixture
+def four_cores(monkeypatch):
+    monkeypatch.setattr(tools.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(tools.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+
+
+@pytest.mark.parametrize("idle, free", [(400, 4), (380, 4), (300, 3), (260, 2), (100, 1), (0, 1)])
+def test_free_cores_counts_the_cores_that_stood_idle(four_cores, idle, free):
+    """Of 400 ticks (4 cores x 100), ``idle`` were idle: a core counts when three quarters of it was."""
+    found = tools.free_cores(0.0, cpu_times=_ticks((1000, 5000), (1000 + idle, 5400)), cpu_quota=lambda: None)
+    assert found == free
+
+
+def test_free_cores_keeps_within_the_container_s_quota_and_the_process_s_cores(four_cores, monkeypatch):
+    quiet = (1000, 5000), (1400, 5400)
+    assert tools.free_cores(0.0, cpu_times=_ticks(*quiet), cpu_quota=lambda: 2.0) == 2
+    assert tools.free_cores(0.0, cpu_times=_ticks(*quiet), cpu_quota=lambda: 0.5) == 1
+    monkeypatch.setattr(tools.os, "sched_getaffinity", lambda pid: {2, 3}, raising=False)
+    assert tools.free_cores(0.0, cpu_times=_ticks(*quiet), cpu_quota=lambda: None) == 2
+
+
+def test_free_cores_reads_the_load_average_where_there_is_no_proc_stat(four_cores, monkeypatch):
+    monkeypatch.setattr(tools.os, "getloadavg", lambda: (2.9, 1.0, 1.0), raising=False)
+    assert tools.free_cores(0.0, cpu_times=lambda: None, cpu_quota=lambda: None) == 1
+    monkeypatch.setattr(tools.os, "getloadavg", lambda: (1.3, 1.0, 1.0), raising=False)
+    assert tools.free_cores(0.0, cpu_times=lambda: None, cpu_quota=lambda: None) == 2
+    monkeypatch.setattr(tools.os, "getloadavg", lambda: (0.1, 1.0, 1.0), raising=False)
+    assert tools.free_cores(0.0, cpu_times=lambda: None, cpu_quota=lambda: None) == 4
+
+
+def test_the_readers_of_proc_stat_and_cpu_max(tmp_path):
+    stat, cpu_max = tmp_path / "stat", tmp_path / "cpu.max"
+    stat.write_text("cpu  10 1 5 100 4 1 1 2 0 0\ncpu0 5 0 2 50 2 0 0 1 0 0\n")
+    assert tools._cpu_times(str(stat)) == (104, 124)  # idle + iowait; user to steal
+    assert tools._cpu_times(str(tmp_path / "missing")) is None
+    for text, cores in (("max 100000\n", None), ("150000 100000\n", 1.5), ("junk", None)):
+        cpu_max.write_text(text)
+        assert tools._cpu_quota(str(cpu_max)) == cores
+
+
+def test_use_free_cores_sets_torch_s_threads_no_higher_than_at_the_start(monkeypatch):
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(tools, "_THREADS_AT_START", 2)
+    try:
+        for free, expected in ((1, 1), (8, 2)):
+            monkeypatch.setattr(tools, "free_cores", lambda free=free: free)
+            assert tools.use_free_cores() == expected == torch.get_num_threads()
+    finally:
+        torch.set_num_threads(threads)

@@ -24,6 +24,7 @@ from torch import nn
 
 from .._validate import require_positive_int, require_positive_number, require_probability
 from ..encoder import Encoder, EncoderConfig
+from ..tools import free_cores
 from .timing import cpu_threads
 from .training import masked_token_loss
 
@@ -193,7 +194,7 @@ class PretrainResult:
 def pretrain(model: MaskedLM, sequences: list[list[int]], vocab: Vocabulary, *, steps: int = 600,
              seconds: float | None = None, batch_size: int = 64, lr: float = 2e-3, warmup_steps: int = 50,
              seed: int = 0, mask_fn=mask_tokens, loss_fn=masked_token_loss, callback=None,
-             threads: int | None = 1, clock=time.perf_counter) -> PretrainResult:
+             threads: int | str | None = "free", clock=time.perf_counter) -> PretrainResult:
     """Train ``model`` to fill in masked word pieces with AdamW, a linear warmup and a linear decay to 0.
 
     Args:
@@ -212,15 +213,19 @@ def pretrain(model: MaskedLM, sequences: list[list[int]], vocab: Vocabulary, *, 
         mask_fn: ``mask_fn(ids, maskable, mask_id, vocab_size, generator)``, as :func:`mask_tokens`.
         loss_fn: ``loss_fn(logits, labels, mask)``, as notebook 10's ``masked_token_loss``.
         callback: called as ``callback(step, steps, loss)`` after every step (a live curve, a progress bar).
-        threads: CPU threads while training (None: torch's setting, restored afterwards). One by default: for
-            :func:`small_config`'s model (with dropout, then) it was nearly as fast as two on 2 quiet cores (9.1
-            against 7.3 s per 100 steps) and twice as fast with a busy loop on each core (14 against 28 s), where
-            threads that wait for each other lose their turns.
+        threads: CPU threads while training, restored afterwards: a number, None (torch's setting) or
+            ``"free"`` (the default): as many as the machine's idle cores when the run starts
+            (:func:`encoder_course.tools.free_cores`), no more than torch's setting. For :func:`small_config`'s
+            model on 2 cores, two threads took 3.8 s per 100 steps against 4.8-6.0 s for one on a quiet machine,
+            and 12 to 98 s against 8-9 s with a busy loop on each core, where threads that wait for each other
+            lose their turns: one is chosen there.
     """
     require_positive_int("steps", steps)
     require_positive_int("batch_size", batch_size)
     require_positive_number("lr", lr)
-    if threads is not None:
+    if threads == "free":
+        threads = min(torch.get_num_threads(), free_cores())
+    elif threads is not None:
         require_positive_int("threads", threads)
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, foreach=True)  # as training.train

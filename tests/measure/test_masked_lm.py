@@ -73,7 +73,7 @@ def test_the_model_scores_only_the_chosen_positions_with_the_tied_table_and_trai
     assert model.encoder.embeddings.token.weight.std() < 0.05  # BERT's std 0.02 table
     before = masked_lm.masked_accuracy(model, texts, vocab)
     steps, threads = [], torch.get_num_threads()
-    run = masked_lm.pretrain(model, texts, vocab, steps=60, batch_size=8, lr=1e-2, warmup_steps=5,
+    run = masked_lm.pretrain(model, texts, vocab, steps=60, batch_size=8, lr=1e-2, warmup_steps=5, threads=1,
                              callback=lambda step, total, loss: steps.append((step, total, torch.get_num_threads())))
     after = masked_lm.masked_accuracy(model, texts, vocab)
     assert run.steps == 60 and steps[-1] == (60, 60, 1) and not model.training
@@ -84,6 +84,25 @@ def test_the_model_scores_only_the_chosen_positions_with_the_tied_table_and_trai
     assert len(guesses) == 3 and not set(guesses) & set(masked_lm.SPECIALS)
     with pytest.raises(ValueError, match="not in"):
         masked_lm.fill_in(model, vocab, "the cat sat", "dog")
+
+
+@pytest.mark.parametrize("free, expected", [(1, 1), (64, 3)])
+def test_by_default_pretraining_takes_the_free_cores_up_to_torch_s_setting(tokenizer, monkeypatch, free, expected):
+    """threads="free": one thread when the machine is busy, and never more than torch's setting."""
+    vocab = masked_lm.Vocabulary(tokenizer, ["the cat sat on the mat"] * 4)
+    texts = vocab.encode(["the cat sat on the mat", "a cat ran"] * 10)
+    config = masked_lm.small_config(len(vocab), d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16)
+    monkeypatch.setattr(masked_lm, "free_cores", lambda: free)
+    seen, threads = [], torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        masked_lm.pretrain(masked_lm.make_model(config), texts, vocab, steps=2, batch_size=4,
+                           callback=lambda *args: seen.append(torch.get_num_threads()))
+        assert seen == [expected] * 2 and torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(threads)
+    with pytest.raises(TypeError, match="threads"):
+        masked_lm.pretrain(masked_lm.make_model(config), texts, vocab, steps=2, threads="all")
 
 
 def test_a_time_budget_counts_the_clock_it_is_given(tokenizer):
