@@ -44,6 +44,28 @@ def test_embed_sorted_keeps_the_order_of_the_texts():
     assert got[:, 0].tolist() == [3.0, 1.0, 2.0, 4.0, 1.0]
 
 
+def test_embed_sorted_batches_by_word_pieces_where_the_encoder_tokenizes():
+    """A text's characters say little about its word pieces ("_thread" is long in both): the batches follow the
+    pieces the encoder's tokenizer counts, and every text still gets its own vector, in the given order."""
+    pieces = {"a": 5, "bbbbbb": 1, "cc": 4, "ddddd": 2, "eee": 5, "ffff": 1}
+
+    class Tokenizing:
+        batches = []
+
+        def tokenize(self, texts):
+            longest = max(pieces[t] for t in texts)
+            return {"mask": torch.tensor([[i < pieces[t] for i in range(longest)] for t in texts])}  # (N, L)
+
+        def embed(self, texts, batch_size=32):
+            self.batches.append(sorted(pieces[t] for t in texts))
+            return torch.tensor([[float(pieces[t]), float(len(t))] for t in texts])
+
+    encoder, texts = Tokenizing(), list(pieces)
+    got = search.embed_sorted(encoder, texts, batch_size=2)
+    assert encoder.batches == [[1, 1], [2, 4], [5, 5]]  # by characters: [4, 5], [1, 5], [1, 2]
+    assert got.tolist() == [[float(pieces[t]), float(len(t))] for t in texts]
+
+
 def test_bm25_matches_the_formula_on_a_small_case():
     passages = ["the cat sat", "the dog", "a cat and a cat"]
     bm25 = search.BM25(passages, k1=1.2, b=0.75)
