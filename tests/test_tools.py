@@ -56,9 +56,17 @@ def test_the_readers_of_proc_stat_and_cpu_max(tmp_path):
     stat.write_text("cpu  10 1 5 100 4 1 1 2 0 0\ncpu0 5 0 2 50 2 0 0 1 0 0\n")
     assert tools._cpu_times(str(stat)) == (104, 124)  # idle + iowait; user to steal
     assert tools._cpu_times(str(tmp_path / "missing")) is None
+    v1 = tmp_path / "v1"
+    v1.mkdir()
     for text, cores in (("max 100000\n", None), ("150000 100000\n", 1.5), ("junk", None)):
         cpu_max.write_text(text)
-        assert tools._cpu_quota(str(cpu_max)) == cores
+        assert tools._cpu_quota(str(cpu_max), str(v1)) == cores
+    # cgroup v1, where there is no cpu.max: cpu.cfs_quota_us over cpu.cfs_period_us, -1 for no quota
+    (v1 / "cpu.cfs_period_us").write_text("100000\n")
+    for quota, cores in (("200000\n", 2.0), ("50000\n", 0.5), ("-1\n", None), ("junk", None)):
+        (v1 / "cpu.cfs_quota_us").write_text(quota)
+        assert tools._cpu_quota(str(tmp_path / "missing"), str(v1)) == cores
+    assert tools._cpu_quota(str(tmp_path / "missing"), str(tmp_path / "none")) is None
 
 
 def test_use_free_cores_sets_torch_s_threads_no_higher_than_at_the_start(monkeypatch):

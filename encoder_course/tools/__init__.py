@@ -35,12 +35,21 @@ def _cpu_times(stat: str = "/proc/stat") -> tuple[int, int] | None:
     return (ticks[3] + ticks[4], sum(ticks[:8])) if len(ticks) >= 5 else None
 
 
-def _cpu_quota(cpu_max: str = "/sys/fs/cgroup/cpu.max") -> float | None:
-    """The cores a container's quota allows (cgroup v2's ``cpu.max``: "quota period"), or None without one."""
+def _cpu_quota(cpu_max: str = "/sys/fs/cgroup/cpu.max", v1: str = "/sys/fs/cgroup/cpu") -> float | None:
+    """The cores a container's quota allows, or None without one: cgroup v2's ``cpu.max`` ("quota period"),
+    else cgroup v1's ``cpu.cfs_quota_us`` and ``cpu.cfs_period_us`` (a quota of -1: none)."""
     try:
         with open(cpu_max, encoding="ascii") as f:
             quota, period = f.read().split()[:2]
         return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(os.path.join(v1, "cpu.cfs_quota_us"), encoding="ascii") as f:
+            quota = int(f.read())
+        with open(os.path.join(v1, "cpu.cfs_period_us"), encoding="ascii") as f:
+            period = int(f.read())
+        return quota / period if quota > 0 and period > 0 else None
     except (OSError, ValueError):
         return None
 
