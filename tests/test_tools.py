@@ -51,22 +51,38 @@ def test_free_cores_reads_the_load_average_where_there_is_no_proc_stat(four_core
     assert tools.free_cores(0.0, cpu_times=lambda: None, cpu_quota=lambda: None) == 4
 
 
-def test_the_readers_of_proc_stat_and_cpu_max(tmp_path):
-    stat, cpu_max = tmp_path / "stat", tmp_path / "cpu.max"
+def test_the_reader_of_proc_stat(tmp_path):
+    stat = tmp_path / "stat"
     stat.write_text("cpu  10 1 5 100 4 1 1 2 0 0\ncpu0 5 0 2 50 2 0 0 1 0 0\n")
     assert tools._cpu_times(str(stat)) == (104, 124)  # idle + iowait; user to steal
     assert tools._cpu_times(str(tmp_path / "missing")) is None
-    v1 = tmp_path / "v1"
-    v1.mkdir()
+
+
+def test_the_cpu_quota_of_cgroup_v2_and_v1_own_cgroup_and_root(tmp_path):
+    root, own = tmp_path / "cgroup", tmp_path / "self_cgroup"
+    root.mkdir()
+    own.write_text("0::/\n")
+    assert tools._cpu_quota(str(root), str(own)) is None  # nothing to read: no quota
     for text, cores in (("max 100000\n", None), ("150000 100000\n", 1.5), ("junk", None)):
-        cpu_max.write_text(text)
-        assert tools._cpu_quota(str(cpu_max), str(v1)) == cores
-    # cgroup v1, where there is no cpu.max: cpu.cfs_quota_us over cpu.cfs_period_us, -1 for no quota
-    (v1 / "cpu.cfs_period_us").write_text("100000\n")
+        (root / "cpu.max").write_text(text)
+        assert tools._cpu_quota(str(root), str(own)) == cores
+    # A process in a cgroup of its own (cgroup v2): its cpu.max counts, and the smaller of it and the root's
+    (root / "class" / "alice").mkdir(parents=True)
+    (root / "class" / "alice" / "cpu.max").write_text("50000 100000\n")
+    own.write_text("0::/class/alice\n")
+    assert tools._cpu_quota(str(root), str(own)) == 0.5
+    (root / "cpu.max").write_text("25000 100000\n")
+    assert tools._cpu_quota(str(root), str(own)) == 0.25
+    # cgroup v1: cpu.cfs_quota_us over cpu.cfs_period_us in the cpu controller's folder, -1 for no quota
+    (root / "cpu.max").unlink()
+    own.write_text("4:memory:/other\n3:cpu,cpuacct:/job\n1:name=systemd:/\n")
+    job = root / "cpu" / "job"
+    job.mkdir(parents=True)
+    (job / "cpu.cfs_period_us").write_text("100000\n")
     for quota, cores in (("200000\n", 2.0), ("50000\n", 0.5), ("-1\n", None), ("junk", None)):
-        (v1 / "cpu.cfs_quota_us").write_text(quota)
-        assert tools._cpu_quota(str(tmp_path / "missing"), str(v1)) == cores
-    assert tools._cpu_quota(str(tmp_path / "missing"), str(tmp_path / "none")) is None
+        (job / "cpu.cfs_quota_us").write_text(quota)
+        assert tools._cpu_quota(str(root), str(own)) == cores
+    assert tools._cpu_quota(str(tmp_path / "none"), str(tmp_path / "missing")) is None
 
 
 def test_use_free_cores_sets_torch_s_threads_no_higher_than_at_the_start(monkeypatch):
