@@ -16,9 +16,10 @@ def test_pick_device_says_what_it_picked():
         tools.pick_device("tpu")
 
 
-def _ticks(*readings):
-    """A stand-in for /proc/stat: each call gives the next (idle, total) reading."""
-    return iter(readings).__next__
+def _ticks(*readings, cores=4):
+    """A stand-in for /proc/stat: each call gives the next (idle, total) reading, of ``cores`` cores."""
+    it = iter(readings)
+    return lambda cpus=None: (*next(it), cores)
 
 
 @pytest.fixture
@@ -40,22 +41,33 @@ def test_free_cores_keeps_within_the_container_s_quota_and_the_process_s_cores(f
     assert tools.free_cores(0.0, cpu_times=_ticks(*quiet), cpu_quota=lambda: 0.5) == 1
     monkeypatch.setattr(tools.os, "sched_getaffinity", lambda pid: {2, 3}, raising=False)
     assert tools.free_cores(0.0, cpu_times=_ticks(*quiet), cpu_quota=lambda: None) == 2
+    # The idle cores counted are the process's own: two busy allowed cores are not helped by idle others
+    asked = []
+    busy = iter([(1000, 5000, 2), (1000, 5200, 2)])  # cpu2 and cpu3 busy through the sample
+    assert tools.free_cores(0.0, cpu_times=lambda cpus: asked.append(cpus) or next(busy), cpu_quota=lambda: None) == 1
+    assert asked == [[2, 3], [2, 3]]
 
 
 def test_free_cores_reads_the_load_average_where_there_is_no_proc_stat(four_cores, monkeypatch):
     monkeypatch.setattr(tools.os, "getloadavg", lambda: (2.9, 1.0, 1.0), raising=False)
-    assert tools.free_cores(0.0, cpu_times=lambda: None, cpu_quota=lambda: None) == 1
+    assert tools.free_cores(0.0, cpu_times=lambda cpus: None, cpu_quota=lambda: None) == 1
     monkeypatch.setattr(tools.os, "getloadavg", lambda: (1.3, 1.0, 1.0), raising=False)
-    assert tools.free_cores(0.0, cpu_times=lambda: None, cpu_quota=lambda: None) == 2
+    assert tools.free_cores(0.0, cpu_times=lambda cpus: None, cpu_quota=lambda: None) == 2
     monkeypatch.setattr(tools.os, "getloadavg", lambda: (0.1, 1.0, 1.0), raising=False)
-    assert tools.free_cores(0.0, cpu_times=lambda: None, cpu_quota=lambda: None) == 4
+    assert tools.free_cores(0.0, cpu_times=lambda cpus: None, cpu_quota=lambda: None) == 4
 
 
 def test_the_reader_of_proc_stat(tmp_path):
     stat = tmp_path / "stat"
-    stat.write_text("cpu  10 1 5 100 4 1 1 2 0 0\ncpu0 5 0 2 50 2 0 0 1 0 0\n")
-    assert tools._cpu_times(str(stat)) == (104, 124)  # idle + iowait; user to steal
-    assert tools._cpu_times(str(tmp_path / "missing")) is None
+    stat.write_text("cpu  10 1 5 100 4 1 1 2 0 0\n"
+                    "cpu0 5 0 2 50 2 0 0 1 0 0\n"
+                    "cpu1 5 1 3 50 2 1 1 1 0 0\n"
+                    "intr 1 2 3\n")
+    assert tools._cpu_times(None, str(stat)) == (104, 124, 2)  # idle + iowait; user to steal; 2 cores
+    assert tools._cpu_times([1], str(stat)) == (52, 64, 1)  # cpu1 alone
+    assert tools._cpu_times([0, 1], str(stat)) == (104, 124, 2)
+    assert tools._cpu_times([5], str(stat)) is None  # not in the file
+    assert tools._cpu_times(None, str(tmp_path / "missing")) is None
 
 
 def test_the_cpu_quota_of_cgroup_v2_and_v1_own_cgroup_and_root(tmp_path):

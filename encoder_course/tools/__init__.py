@@ -25,14 +25,24 @@ def seed_everything(seed: int = 0) -> None:
 _THREADS_AT_START = torch.get_num_threads()
 
 
-def _cpu_times(stat: str = "/proc/stat") -> tuple[int, int] | None:
-    """The machine's (idle, total) processor time so far, in clock ticks (Linux), or None."""
+def _cpu_times(cpus=None, stat: str = "/proc/stat") -> tuple[int, int, int] | None:
+    """Processor time so far in clock ticks (Linux): ``(idle, total, n)`` summed over the cores numbered in
+    ``cpus`` (all of them when None), ``n`` the cores counted; None where there is no such reading."""
     try:
         with open(stat, encoding="ascii") as f:
-            ticks = [int(n) for n in f.readline().split()[1:]]  # user nice system idle iowait irq softirq steal ...
+            lines = [line.split() for line in f if line.startswith("cpu")]
+        rows = {row[0]: [int(n) for n in row[1:]] for row in lines}  # user nice system idle iowait irq softirq steal
     except (OSError, ValueError):
         return None
-    return (ticks[3] + ticks[4], sum(ticks[:8])) if len(ticks) >= 5 else None
+    per_core = {name: ticks for name, ticks in rows.items() if name != "cpu"}
+    if cpus is None:
+        picked, n = [rows["cpu"]] if "cpu" in rows else [], len(per_core)
+    else:
+        picked = [per_core[f"cpu{c}"] for c in cpus if f"cpu{c}" in per_core]
+        n = len(picked)
+    if not picked or n == 0 or any(len(ticks) < 5 for ticks in picked):
+        return None
+    return (sum(t[3] + t[4] for t in picked), sum(sum(t[:8]) for t in picked), n)
 
 
 def _read_quota(folder: str) -> float | None:
@@ -78,7 +88,7 @@ def _cpu_quota(root: str = "/sys/fs/cgroup", own: str = "/proc/self/cgroup") -> 
 def free_cores(sample_s: float = 0.2, *, cpu_times=_cpu_times, cpu_quota=_cpu_quota) -> int:
     """How many cores a computation can have to itself now: at least 1.
 
-    The cores this process may run on, no more than its container's quota, and no more than the cores that
+    The cores this process may run on, no more than its container's quota, and no more than those of them that
     stood idle while this process waited ``sample_s`` seconds (Linux's ``/proc/stat``; elsewhere, the cores
     less the 1-minute load average). A core counts as idle when at least three quarters of it was.
 
@@ -88,16 +98,17 @@ def free_cores(sample_s: float = 0.2, *, cpu_times=_cpu_times, cpu_quota=_cpu_qu
     loop on each core; and in a cgroup held to one core's quota on the same machine (as a container with a CPU
     limit is), 9.2-9.6 s with two threads against 6.4-6.7 s with the one chosen here.
     """
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    cores = len(allowed) if allowed else (os.cpu_count() or 1)
     quota = cpu_quota()
     if quota is not None:
         cores = min(cores, max(1, int(quota)))
-    before = cpu_times()
+    before = cpu_times(allowed)  # the cores this process may run on: the others' idleness is of no use to it
     if before is not None:
         time.sleep(sample_s)
-        after = cpu_times() or before
+        after = cpu_times(allowed) or before
         idle, total = after[0] - before[0], after[1] - before[1]
-        idle_cores = (os.cpu_count() or 1) * idle / total if total > 0 else float(cores)
+        idle_cores = before[2] * idle / total if total > 0 else float(cores)
     elif hasattr(os, "getloadavg"):
         idle_cores = (os.cpu_count() or 1) - os.getloadavg()[0]
     else:
