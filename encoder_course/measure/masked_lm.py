@@ -26,7 +26,7 @@ from .._validate import require_positive_int, require_positive_number, require_p
 from ..encoder import Encoder, EncoderConfig
 from ..tools import free_cores
 from .timing import cpu_threads
-from .training import masked_token_loss
+from .training import FAST_ADAM, masked_token_loss
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0 to 4 of every Vocabulary
 
@@ -228,7 +228,7 @@ def pretrain(model: MaskedLM, sequences: list[list[int]], vocab: Vocabulary, *, 
     elif threads is not None:
         require_positive_int("threads", threads)
     generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, foreach=True)  # as training.train
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, **FAST_ADAM)  # as training.train
     result, start, batches, empty = PretrainResult(), time.perf_counter(), [], 0
     budget_start = clock()
     with cpu_threads(threads) if threads is not None else contextlib.nullcontext():

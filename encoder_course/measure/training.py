@@ -38,6 +38,13 @@ from ..multi_head import split_heads
 
 IGNORE_INDEX = -100  # label of padding positions: skipped by the loss and by the accuracy
 
+# How the course's training loops ask for Adam (and AdamW): one update for all the parameters, never PyTorch's
+# default loop over them on a CPU. From torch 2.4 the fused update does each parameter in one pass; measured on
+# 2 cores (Xeon, one thread), a step took 1.3 ms against 3.6 ms for foreach (one operation over the list of
+# parameters) and 5.6 ms for the loop for notebook 10's 6-layer models, and 33 against 120-150 ms (foreach) for
+# MiniLM's 22.6 M parameters. The numbers differ from the loop's in rounding only.
+FAST_ADAM = {"fused": True} if torch.torch_version.TorchVersion(torch.__version__) >= "2.4" else {"foreach": True}
+
 
 # ----------------------------------------------------------------------------------- the task
 def frequency_labels(token_ids: torch.Tensor, n_classes: int, pad_id: int = 0) -> torch.Tensor:
@@ -333,9 +340,7 @@ def train(model: TokenClassifier, task: FrequencyTask, *, steps: int = 300, batc
     require_positive_int("eval_every", eval_every)
     require_positive_number("lr", lr)
     generator = torch.Generator().manual_seed(seed)
-    # foreach: one update for all the parameters at once. PyTorch takes it by default on GPUs only; on CPU it
-    # gives the same numbers, and for these small models the update takes a third less time.
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, **FAST_ADAM)  # one update for all (FAST_ADAM)
     result = TrainResult()
     model.train()
     for step in range(steps):
