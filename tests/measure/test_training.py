@@ -226,3 +226,25 @@ def test_the_numbers_of_notebook_10s_quiz():
     assert weights[4].item() == pytest.approx(0.024, abs=0.0005)  # a single pad: about 0.02, not 0.03
     assert T.warmup_factor(9, 50) * 1e-2 == pytest.approx(2e-3)
     assert T.warmup_factor(0, 50) * 1e-2 == pytest.approx(2e-4)  # the rate of step 0
+
+
+def test_the_training_loops_take_adams_fused_update_where_torch_has_it_on_a_cpu():
+    assert T.adam_options("2.3.1") == {"foreach": True} and T.adam_options("2.2.0+cpu") == {"foreach": True}
+    assert T.adam_options("2.4.0") == {"fused": True} and T.adam_options("2.13.0+cpu") == {"fused": True}
+    assert T.FAST_ADAM == T.adam_options(torch.__version__)
+    # The fused update is Adam's: ten steps from the same weights and gradients end where foreach ends.
+    torch.manual_seed(0)
+    start = [torch.randn(5, 3), torch.randn(7)]
+    grads = [[torch.randn_like(w) for w in start] for _ in range(10)]
+    ends = []
+    for options in (T.FAST_ADAM, {"foreach": True}):
+        weights = [w.clone().requires_grad_() for w in start]
+        optimizer = torch.optim.AdamW(weights, lr=1e-2, weight_decay=0.01, **options)
+        for step in grads:
+            for w, g in zip(weights, step):
+                w.grad = g.clone()
+            optimizer.step()
+        ends.append(weights)
+    for fast, plain, first in zip(*ends, start):
+        assert (fast - first).abs().max() > 0.05  # it moved
+        torch.testing.assert_close(fast, plain, rtol=1e-5, atol=1e-6)
