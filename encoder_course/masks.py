@@ -40,8 +40,9 @@ def causal_mask(length: int, device=None) -> torch.Tensor:
 def sliding_window_mask(length: int, window: int, device=None) -> torch.Tensor:
     """Mask of local attention: each position sees the ``window // 2`` positions on either side, and itself.
 
-    ModernBERT's convention: a window of 128 lets a token attend 64 tokens back and 64 ahead. A window as
-    long as the sequence (or longer) lets every position see every other one.
+    ModernBERT's convention: a window of 128 lets a token attend 64 tokens back and 64 ahead. So a window
+    as long as the sequence still keeps its two ends apart; it takes ``window >= 2 * (L - 1)`` for every
+    position to see every other one.
 
     Shape:
         returns bool ``(L, L)``, True where ``|i - j| <= window // 2``.

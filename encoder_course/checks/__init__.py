@@ -51,7 +51,10 @@ Design decisions (documented for teachers and maintainers):
 * **Accepted although unusual**: ``log_softmax`` before ``cross_entropy`` (a shift per row, which
   cross-entropy ignores); a two-pass blockwise softmax; a ``ValueError`` subclass from ``rename_key``.
   Refused with a reason: ``KeyError`` from ``rename_key`` (the loader catches ``ValueError`` to list
-  every unknown key), a float or tensor from ``parameter_count``.
+  every unknown key), a float or tensor from ``parameter_count``, a LayerNorm variance computed as
+  ``E[x^2] - E[x]^2`` (right in exact arithmetic, it loses every digit of the variance when the mean is
+  large next to the spread: a float64 input of 1e8 + values of about 1 is checked), and a module whose
+  weights are plain tensors or buffers, or one part kept under two names (``self.w_k = self.w_q``).
 * **Tolerance.** Float32 results are compared element-wise with
   ``|got - want| <= 2e-5 * max|want| + 1e-4 * |want|`` (a tolerance relative to the size of the
   numbers, so the 1e-3 and the large inputs are judged alike), which accepts every correct order of

@@ -171,13 +171,18 @@ def _describe(got: torch.Tensor, want: torch.Tensor, axes=(), factor: float = 1.
     finite = torch.isfinite(g) & torch.isfinite(w)
     gf, wf = g[finite], w[finite]
     if gf.numel() > 3 and float(wf.abs().max()) > 0:  # with a few values, a factor or an offset always fits
+        # Said only where it explains the difference: what is left after it is a small part of what was there
+        # (rounding errors of all sizes and signs, say, are not a factor or an offset, whatever their mean).
+        differs = float((gf - wf).abs().max())
         ratio = float((gf * wf).sum() / (wf * wf).sum())
-        if abs(ratio - 1) > 1e-3 and not _elementwise_bad(gf, ratio * wf, 4 * factor).any():
+        if (abs(ratio - 1) > 1e-3 and not _elementwise_bad(gf, ratio * wf, 4 * factor).any()
+                and float((gf - ratio * wf).abs().max()) <= 0.25 * differs):
             sign = " (the sign flipped)" if ratio < 0 else ""
             return (f"every value of yours is {ratio:.4g} times the reference's{sign}: the pattern is right, "
                     "a factor is wrong.")
         offset = float((gf - wf).mean())
-        if abs(offset) > 1e-6 and not _elementwise_bad(gf - offset, wf, 4 * factor).any():
+        if (abs(offset) > 1e-6 and not _elementwise_bad(gf - offset, wf, 4 * factor).any()
+                and float((gf - offset - wf).abs().max()) <= 0.25 * differs):
             return f"every value of yours is off by the same {offset:.4g}: the pattern is right, a constant is added."
     where = []
     for dim, axis in enumerate(axes):

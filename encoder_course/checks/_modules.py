@@ -88,6 +88,28 @@ def _sub(name: str, module, path: str, shape=None):
     return obj
 
 
+def _require_own_parameters(name: str, module: torch.nn.Module, paths) -> None:
+    """Each of the contract's tensors is a parameter of the module (what an optimizer is given), and none is
+    another's: a plain tensor or a buffer never learns, and one module kept under two names learns one set of
+    weights for both (the forward can still be right, so only the gradients would show it, as something else)."""
+    registered = {id(p) for p in module.parameters()}
+    seen = {}
+    for path in paths:
+        tensor = _sub(name, module, path)
+        if not isinstance(tensor, torch.nn.Parameter) or id(tensor) not in registered:
+            kind = "a buffer" if path in dict(module.named_buffers()) else "a plain tensor"
+            raise ExerciseError(
+                f"Your {name}'s `{path}` is {kind}, not a parameter: module.parameters() does not list it, so an "
+                "optimizer is never given it and it never learns.\nHint: wrap it in nn.Parameter(...) in "
+                "__init__ (self.weight = nn.Parameter(torch.ones(d_model)), say); nn.Linear's weights already are.")
+        if id(tensor) in seen:
+            raise ExerciseError(
+                f"Your {name}'s `{path}` and `{seen[id(tensor)]}` are the same tensor: one module (or parameter) is "
+                "kept under two names, so both would learn one set of weights.\nHint: build each part of its own "
+                "in __init__ (a new nn.Linear or LayerNorm for each), not self.b = self.a.")
+        seen[id(tensor)] = path
+
+
 def _require_float32(name: str, path: str, tensor: torch.Tensor) -> None:
     """The contract's parameters are float32, as nn.Linear and nn.Parameter make them: the checker's random
     weights would not survive another dtype (in int8 they are all 0), so another dtype is a failure."""
@@ -203,6 +225,7 @@ class Pair:
         self.paths = tuple(paths) if paths is not None else tuple(path for path, _ in ref.named_parameters())
         for path in self.paths:
             _sub(name, cand, path, shape=tuple(_sub(name, ref, path).shape))
+        _require_own_parameters(name, cand, self.paths)
         _randomise(name, cand, self.paths, seed)
         _copy_params(name, cand, ref, self.paths)
         for norm in norms:

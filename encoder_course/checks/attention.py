@@ -276,6 +276,9 @@ def _attention_cases():
          "subtract each row's maximum before exp() (or use torch.softmax)."),
         ("on float64 inputs with a padding mask (2, 1, 1, 5)", *(t.double() for t in qkv(2, 3)), pad4,
          "Keep the inputs' dtype: no .float() and no float32 tensors inside."),
+        ("on a batch of one: q (1, 3, 8), k (1, 5, 8), v (1, 5, 6) without a mask", *qkv(1, l_q=3), None,
+         "It works on batches of two but not of one: a .squeeze() without a dimension removes every dimension of "
+         "size 1, the batch's too (squeeze only the one you added: .squeeze(1))."),
     ]
 
 

@@ -186,6 +186,8 @@ def check_encoder_block(cls):
                 (f"as {style} with large inputs (about 1000)", x * 1e3, pad),
                 (f"as {style}, a batch of one, x (1, 3, {d_model}), no mask", x1, None),
                 (f"as {style}, x (3, 4, {d_model}) with padding in the first and last sequences", x3, pad3),
+                (f"as {style}, a batch of one with a padding mask (1, 1, 1, 3)", x1,
+                 torch.tensor([True, True, False])[None, None, None, :]),
             ]
             for mode in pair.modes(*(("eval",) if dropout else ("eval", "train"))):
                 where = f"dropout={dropout}, in {mode}() mode"

@@ -31,6 +31,10 @@ _UNKNOWN = (
     "encoder.layers.0.attention.self.query.weight",  # layers, not layer
     "encoder.layer.x.output.dense.weight",  # no layer number
     "embeddings.word_embeddings",
+    "encoder.layer.0.attention.self.query.weight_g",  # weight normalisation's name: starts like a known key
+    "model.encoder.layer.0.output.dense.weight",  # a wrapper's prefix, which the loader does not strip
+    "encoder_layer_0.attention.self.query.weight",  # underscores where a known key has dots
+    "pooler.dense.kernel",  # TensorFlow's name: only the pooler's weight and bias are unused
 )
 
 
@@ -220,10 +224,31 @@ def check_rename_key(fn):
         if cause is not None:  # another error of the learner's code: its own message says most
             raise answer[2]
         got = answer[1]
+        why = _unknown_hint(key, got, want)  # a known key that explains the answer: said first
         raise ExerciseError(
-            f"Your {name} returns {'None' if got is None else repr(got)} {label}; a key the map does not know must "
-            "raise ValueError, so the loader can report it instead of "
+            f"Your {name} returns {'None' if got is None else repr(got)} {label}"
+            + (f": {why}\nA" if why else "; a") + " key the map does not know must raise ValueError, so the loader "
+            "can report it instead of "
             + ("silently dropping it (None means 'a key we do not use', which only position_ids and the pooler "
                "are)." if got is None else "loading a tensor under a made-up name.")
-            + "\nHint: after the known keys, end with raise ValueError(f\"unknown key: {key!r}\")."
+            + ("" if why else "\nHint: after the known keys, end with raise ValueError(f\"unknown key: {key!r}\").")
         )
+
+
+def _unknown_hint(key: str, got, known: dict) -> str:
+    """Why a map answers for the unknown ``key`` as it does, where a known key (``known``: key -> our name) explains
+    it; "" otherwise."""
+    for theirs, ours in known.items():
+        if ours is None or got != ours:
+            continue
+        if theirs in key:
+            return (f"it holds the known key {theirs!r} with more around it, so your pattern is not tied to the "
+                    "whole key (re.match checks only how the key starts, re.search finds it anywhere). Match the "
+                    "whole key: re.fullmatch, or ^...$ around the pattern.")
+        if re.fullmatch(re.escape(theirs).replace(r"\.", "."), key):
+            return (f"it has other characters where {theirs!r} has dots, and in a regular expression '.' "
+                    "matches any character. Escape the dots (\\.).")
+    if got is None and (key.startswith("pooler") or "position_ids" in key):
+        return ("only three keys are unused, embeddings.position_ids, pooler.dense.weight and pooler.dense.bias. "
+                "Compare whole keys (key in {...}), not how they start or what they contain.")
+    return ""

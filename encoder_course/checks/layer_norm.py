@@ -175,6 +175,13 @@ def check_layer_norm(cls):
         _compare_output(name, pair.call(label, x64), ref(x64), label, _LN_MISTAKES, (x64, w, b, e),
                         "compute in the input's dtype: no .float() or float32 constants as tensors.",
                         factor=2.0, axes=_LN_AXES[3])
+        # A mean far from 0 next to the spread: the variance as E[x^2] - E[x]^2 loses its digits there.
+        far = x64 + 1e8
+        label = f"on a float64 x of 1e8 + values of about 1 (a mean large next to the spread), {eps_txt}"
+        _compare_output(name, pair.call(label, far), ref(far), label, _LN_MISTAKES, (far, w, b, e),
+                        "it works until the mean is large next to the spread. Then E[x^2] - E[x]^2 subtracts two "
+                        "nearly equal numbers and loses the variance's digits: compute the variance as the mean "
+                        "of (x - mean)^2.", factor=2.0, axes=_LN_AXES[3])
 
 
 def _default_eps(name, eps, cand, ref) -> None:

@@ -178,6 +178,7 @@ def _mha_cases(g, d_model: int):
     pairs = torch.rand(3, 1, 4, 4, generator=g) > 0.5
     pairs[..., 0] = True  # every query keeps a key
     size = f"d_model={d_model}"
+    one = _randn(g, 1, 5, d_model)  # (the draw the batch of one always had)
     return [
         (f"with {size}, x (2, 6, {d_model}), no mask", x, None, ""),
         (f"with {size} and a padding mask (2, 1, 1, 6)", x, pad,
@@ -187,7 +188,7 @@ def _mha_cases(g, d_model: int):
         (f"with {size}, large inputs (about 1000)", x * 1e3, pad,
          "It works on ordinary inputs but not on large ones: if you wrote the softmax yourself, "
          "subtract each row's maximum before exp()."),
-        (f"with {size}, a batch of one, x (1, 5, {d_model}), no mask", _randn(g, 1, 5, d_model), None,
+        (f"with {size}, a batch of one, x (1, 5, {d_model}), no mask", one, None,
          "It works for a batch of 2 but not for a batch of 1: take B and L from x.shape and never squeeze "
          "the batch dimension away (.squeeze() without a dim drops every size-1 dimension)."),
         (f"with {size}, x (3, 4, {d_model}) and padding in the first and last sequences (3, 1, 1, 4)",
@@ -202,6 +203,10 @@ def _mha_cases(g, d_model: int):
          _randn(g, 3, 4, d_model), pairs,
          "The mask may have any shape that broadcasts to (B, H, L, L), here (B, 1, L, L): pass it on to "
          "the attention unchanged."),
+        (f"with {size}, a batch of one with a padding mask (1, 1, 1, 5)", one,
+         torch.tensor([True, True, True, False, False])[None, None, None, :],
+         "It works for a batch of one without a mask and for larger batches with one: keep the mask's batch "
+         "dimension of size 1 (.squeeze() without a dim drops it) and pass the mask on unchanged."),
     ]
 
 

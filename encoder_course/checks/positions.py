@@ -147,13 +147,16 @@ def check_sinusoidal_positions(fn):
     from ..positions import sinusoidal_positions as reference
 
     name = exercise("sinusoidal_positions").name
-    for seq_len, d_model in [(6, 8), (1, 2), (50, 16), (9, 64)]:
+    for seq_len, d_model in [(6, 8), (1, 2), (50, 16), (9, 64), (200, 32)]:  # notebook 01 asks for 200 rows
         what = f"for seq_len={seq_len}, d_model={d_model}"
         got = _call_inputs(name, fn, what, {"seq_len": seq_len, "d_model": d_model}, "the position table")
         want = reference(seq_len, d_model)
         if got.shape != want.shape:
             hint = ("\nHint: rows and columns are swapped: one row per position, one column per feature."
-                    if tuple(got.shape) == (d_model, seq_len) else "")
+                    if tuple(got.shape) == (d_model, seq_len) else
+                    f"\nHint: {got.shape[0]} rows where {seq_len} are asked for: is the table's length fixed "
+                    "somewhere (a constant, or a table built once and sliced)? Build it for the seq_len given."
+                    if got.dim() == 2 and got.shape[1] == d_model and 1 < got.shape[0] < seq_len else "")
             raise ExerciseError(
                 f"Your {name} returned shape {_shape(got)} {what}, but it should be "
                 f"(seq_len, d_model) = {_shape(want)}.{hint}"

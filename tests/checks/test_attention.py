@@ -37,6 +37,22 @@ def _flat(q, k, v, mask):
 # Wrong answers, each to be named
 
 
+def sdpa_squeezed(q, k, v, mask=None):
+    """3-D inputs given a heads dimension, then .squeeze() without a dim: a batch of one loses its batch."""
+    three = q.dim() == 3
+    if three:
+        q, k, v = q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1)
+        mask = mask.unsqueeze(1) if mask is not None and mask.dim() == 3 else mask
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    out = weights @ v
+    return (out.squeeze(), weights.squeeze()) if three else (out, weights)
+
+
+wrong("sdpa-squeeze-batch-of-one", C_SDPA, "unsqueeze(1) for 3-D inputs, then .squeeze() without a dim",
+      "a dimension of size 1 was dropped")(sdpa_squeezed)
 wrong("sdpa-axis", C_SDPA, "softmax(dim=-2): over the queries",
       "softmax runs over the wrong axis")(lambda *a: sdpa_with(*a, dim=-2))
 wrong("sdpa-axis-1", C_SDPA, "softmax(dim=1): over the batch or heads",

@@ -616,6 +616,23 @@ class BlockQueryMask(BB):
         return self.norm2(x + self.dropout2(self.ffn(x)))
 
 
+@wrong("blk-one-norm-twice", C_BLK, "self.norm2 = self.norm1: one LayerNorm kept under two names",
+       "are the same tensor")
+class BlkOneNormTwice(BlockRight):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.norm2 = self.norm1
+
+
+@wrong("blk-mask-squeeze-batch-of-one", C_BLK, "the mask squeezed to (B, L) and rebuilt: a batch of one loses B",
+       "drops the batch's size-1 dimension too")
+class BlkMaskSqueezeBatchOfOne(BlockRight):
+    def forward(self, x, mask=None):
+        if mask is not None and mask.dim() == 4 and mask.shape[2] == 1:
+            mask = mask.squeeze()[:, None, None, :]
+        return super().forward(x, mask)
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 

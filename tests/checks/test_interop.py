@@ -136,6 +136,33 @@ wrong("rk-probe-substring-order", C_RK, "'output.dense' in key tested before 'at
       "a substring test for 'output.dense' matches it first")(rk_substring_first)
 
 
+def rk_pattern(pattern: str, search=False, unused=lambda key: key in UNUSED):
+    """A learner's map with the layer keys matched by ``pattern`` (``re.search`` if ``search``, else ``re.match``)."""
+    def rename(key):
+        if unused(key):
+            return None
+        if key in EMBEDDINGS:
+            return EMBEDDINGS[key]
+        m = (re.search if search else re.match)(pattern, key)
+        if m and m.group(2) in PARTS:
+            return f"layers.{m.group(1)}.{PARTS[m.group(2)]}.{m.group(3)}"
+        raise ValueError(f"unknown key: {key!r}")
+    return rename
+
+
+# Patterns that accept more than the checkpoint's keys: a key that only starts or ends like a known one, or has
+# other characters where a known one has dots, is loaded under a known name.
+wrong("rk-unanchored-end", C_RK, r"re.match(r'encoder\.layer\.(\d+)\.(.+)\.(weight|bias)', key): no $ at the end",
+      "not tied to the whole key")(rk_pattern(r"encoder\.layer\.(\d+)\.(.+)\.(weight|bias)"))
+wrong("rk-search", C_RK, r"re.search(r'encoder\.layer\.(\d+)\.(.+)\.(weight|bias)$', key): no ^ at the start",
+      "not tied to the whole key")(rk_pattern(r"encoder\.layer\.(\d+)\.(.+)\.(weight|bias)$", search=True))
+wrong("rk-unescaped-dots", C_RK, r"r'^encoder.layer.(\d+).(.+).(weight|bias)$': the dots not escaped",
+      "Escape the dots")(rk_pattern(r"^encoder.layer.(\d+).(.+).(weight|bias)$"))
+wrong("rk-unused-by-prefix", C_RK, "key.startswith('pooler') -> None: every pooler key dropped, known or not",
+      "Compare whole keys")(rk_pattern(r"^encoder\.layer\.(\d+)\.(.+)\.(weight|bias)$",
+                                       unused=lambda key: key.startswith("pooler") or key == "embeddings.position_ids"))
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 

@@ -278,6 +278,37 @@ class LNHalfMean(LB):
         return self.weight * (x - m) / torch.sqrt(v + self.eps) + self.bias
 
 
+@wrong("ln-plain-tensors", C_LN, "gamma and beta kept as plain tensors (torch.ones, not nn.Parameter)",
+       "not a parameter")
+class LNPlainTensors(nn.Module):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight, self.bias = torch.ones(d_model), torch.zeros(d_model)
+
+    def forward(self, x):
+        mean, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)
+        return self.weight * (x - mean) / torch.sqrt(var + self.eps) + self.bias
+
+
+@wrong("ln-buffers", C_LN, "gamma and beta registered as buffers", "not a parameter")
+class LNBuffers(LNPlainTensors):
+    def __init__(self, d_model, eps=1e-5):
+        nn.Module.__init__(self)
+        self.eps = eps
+        self.register_buffer("weight", torch.ones(d_model))
+        self.register_buffer("bias", torch.zeros(d_model))
+
+
+# Right in exact arithmetic; in floats it loses the variance when the mean is large next to the spread.
+@wrong("ln-one-pass", C_LN, "E[x^2] - E[x]^2 and rsqrt", "E[x^2] - E[x]^2 subtracts two nearly equal numbers")
+class LNOnePass(LB):
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        var = (x * x).mean(-1, keepdim=True) - mean**2
+        return self.weight * (x - mean) * torch.rsqrt(var + self.eps) + self.bias
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
@@ -290,14 +321,6 @@ right("ln-plain", C_LN, "mean, biased var, eps inside the sqrt, weight and bias"
 class LNFunctional(LB):
     def forward(self, x):
         return F.layer_norm(x, (x.shape[-1],), self.weight, self.bias, self.eps)
-
-
-@right("ln-one-pass", C_LN, "E[x^2] - E[x]^2 and rsqrt")
-class LNOnePass(LB):
-    def forward(self, x):
-        mean = x.mean(-1, keepdim=True)
-        var = (x * x).mean(-1, keepdim=True) - mean**2
-        return self.weight * (x - mean) * torch.rsqrt(var + self.eps) + self.bias
 
 
 @right("ln-var_mean-correction0", C_LN, "torch.var_mean(x, -1, correction=0, keepdim=True)")

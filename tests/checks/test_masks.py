@@ -121,6 +121,8 @@ def pm_heads(ids, pad_id):
 
 wrong("cm-upper", C_CM, "triu(): the upper triangle",
       "lower triangle")(lambda L: torch.ones(L, L, dtype=torch.bool).triu())
+wrong("cm-fixed-size", C_CM, "a mask of 8 x 8 built once, sliced to L: too small past 8",
+      "is the mask's size fixed")(lambda L: torch.ones(8, 8, dtype=torch.bool).tril()[:L, :L])
 wrong("cm-no-diag", C_CM, "tril(-1): the diagonal False",
       'the diagonal is False')(lambda L: torch.ones(L, L, dtype=torch.bool).tril(-1))
 wrong("cm-inverted", C_CM, "triu(1): True on the future",

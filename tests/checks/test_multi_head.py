@@ -620,6 +620,27 @@ class MHATemperature(MB):
         return self.w_o(self.merge(h))
 
 
+@wrong("mha-one-module-twice", C_MHA, "self.w_k = self.w_q: one projection kept under two names",
+       "are the same tensor")
+class MHAOneModuleTwice(make_mha()):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads)
+        self.w_k = self.w_q
+
+
+@wrong("mha-mask-squeeze-batch-of-one", C_MHA, "a (B, 1, 1, L) mask squeezed and rebuilt: a batch of one loses B",
+       "drops the batch's size-1 dimension too")
+class MHAMaskSqueezeBatchOfOne(MB):
+    def forward(self, x, mask=None):
+        q, k, v = self.qkv(x)
+        if mask is not None and mask.dim() == 4 and mask.shape[2] == 1:
+            mask = mask.squeeze()[:, None, None, :]  # (B, L) -> (B, 1, 1, L); with B = 1, (L,) -> an error
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        return self.w_o(self.merge(torch.softmax(scores, dim=-1) @ v))
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 

@@ -69,6 +69,18 @@ def _fill(L, d, freq, pos=None, halves=False):
 wrong("pe-swapped", C_PE, "cos in the even columns, sin in the odd", "sin and cos are swapped")(pe_swapped)
 
 
+def pe_fixed_length(seq_len, d_model, rows=64):
+    """A table of a fixed 64 rows, sliced to seq_len: notebook 01's 200 rows are cut to 64."""
+    pos = torch.arange(rows, dtype=torch.float32)[:, None]
+    angles = pos / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)
+    pe = torch.zeros(rows, d_model)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(angles), torch.cos(angles)
+    return pe[:seq_len]
+
+
+wrong("pe-fixed-length", C_PE, "a table of 64 rows, sliced to seq_len", "is the table's length fixed")(pe_fixed_length)
+
+
 @wrong("pe-halves", C_PE, "all sines, then all cosines", "they are interleaved")
 def pe_halves(L, d):
     pos = torch.arange(L, dtype=torch.float32)[:, None]
