@@ -189,6 +189,15 @@ def check_sinusoidal_positions(fn):
                 f"Your {name} is not right yet {what}: {found}\nHint: PE[pos, 2i] = sin(pos / 10000^(2i/d_model)) "
                 "and PE[pos, 2i+1] = cos(pos / 10000^(2i/d_model)), positions from 0."
             )
+    # A table is the caller's: a later call (another width) must not change one returned before.
+    first = _call_inputs(name, fn, "for seq_len=6, d_model=8", {"seq_len": 6, "d_model": 8}, "the position table")
+    kept = first.clone()
+    _call_inputs(name, fn, "for seq_len=9, d_model=16", {"seq_len": 9, "d_model": 16}, "the position table")
+    if not torch.equal(first, kept):
+        raise ExerciseError(
+            f"The table your {name} returned for seq_len=6, d_model=8 changed when it was called again (seq_len=9, "
+            "d_model=16): it is a view of a tensor your function keeps between calls and writes into.\nHint: build "
+            "a new table in each call (torch.zeros(seq_len, d_model), then fill it), or return a .clone().")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -80,6 +80,20 @@ def pe_fixed_length(seq_len, d_model, rows=64):
 
 wrong("pe-fixed-length", C_PE, "a table of 64 rows, sliced to seq_len", "is the table's length fixed")(pe_fixed_length)
 
+_BUFFER = torch.zeros(512, 512)
+
+
+def pe_shared_buffer(seq_len, d_model):
+    """Written into a global buffer and returned as a view of it: the next call overwrites the last table."""
+    pos = torch.arange(seq_len, dtype=torch.float32)[:, None]
+    angles = pos / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)
+    table = _BUFFER[:seq_len, :d_model]
+    table[:, 0::2], table[:, 1::2] = torch.sin(angles), torch.cos(angles)
+    return table
+
+
+wrong("pe-shared-buffer", C_PE, "a view of a global buffer, written by every call", "changed when")(pe_shared_buffer)
+
 
 @wrong("pe-halves", C_PE, "all sines, then all cosines", "they are interleaved")
 def pe_halves(L, d):
