@@ -191,10 +191,13 @@ def _error_hint(exc: BaseException, name: str = "", masks=()) -> str:
                 + shape_hint)
     if isinstance(exc, (RuntimeError, IndexError)) and (
             "shape" in text or "size" in text or "dimension" in text or "out of range" in text):
-        one = next((m for m in masks if isinstance(m, torch.Tensor) and m.dim() >= 3 and m.shape[0] == 1), None)
-        if one is not None:  # the cases before had bigger batches, or no mask
-            return (f"This call has a batch of one with a mask of shape {tuple(one.shape)}: a .squeeze() without a "
-                    "dim drops the batch's size-1 dimension too (and every other of size 1). Squeeze only a "
+        # A padding mask (1, 1, 1, L) is a batch of one (a causal (1, 1, L, L) mask is not): the cases before had
+        # bigger batches, or no mask.
+        one = next((m for m in masks if isinstance(m, torch.Tensor) and m.dim() == 4 and m.shape[0] == m.shape[2] == 1),
+                   None)
+        if one is not None:
+            return (f"This call has a batch of one with a padding mask of shape {tuple(one.shape)}: a .squeeze() "
+                    "without a dim drops the batch's size-1 dimension too (and every other of size 1). Squeeze only a "
                     "dimension you name, or pass the mask on as given. " + shape_hint)
         return "Print the shape of each tensor step by step. " + shape_hint
     if isinstance(exc, AttributeError):

@@ -178,7 +178,7 @@ def _mha_cases(g, d_model: int):
     pairs = torch.rand(3, 1, 4, 4, generator=g) > 0.5
     pairs[..., 0] = True  # every query keeps a key
     size = f"d_model={d_model}"
-    one = _randn(g, 1, 5, d_model)  # (the draw the batch of one always had)
+    one = _randn(g, 1, 5, d_model)  # drawn where the batch-of-one case drew it: the other inputs stay the same
     return [
         (f"with {size}, x (2, 6, {d_model}), no mask", x, None, ""),
         (f"with {size} and a padding mask (2, 1, 1, 6)", x, pad,
