@@ -184,6 +184,12 @@ def _attention_probe(name, fn, label, q, k, v, mask, out, weights) -> str:
                 "nothing else added to the denominator.")
     if mask is not None:
         forbidden = w64.masked_fill(torch.broadcast_to(mask, w64.shape), 0.0).abs()
+        if float(forbidden.max()) > 1e-6 and mask.dim() >= 2 and mask.shape[-1] == mask.shape[-2] > 1:
+            flipped = torch.broadcast_to(mask.transpose(-2, -1), w64.shape)
+            if float(w64.masked_fill(flipped, 0.0).abs().max()) == 0.0:
+                return ("your weights are zero where the mask transposed is False, not where the mask is: row i "
+                        "follows column i of the mask. mask[..., i, j] says whether query i may see key j, which is "
+                        "the layout of the scores (..., L_q, L_k): use the mask as it is, without transposing it.")
         if float(forbidden.max()) > 1e-6:
             return (f"your weights give up to {float(forbidden.max()):.3g} to keys the mask forbids (mask False), "
                     "which should get exactly 0: fill their scores with float('-inf') (a finite number such as "

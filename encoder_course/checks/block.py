@@ -213,6 +213,20 @@ def check_encoder_block(cls):
                 pair.gradients(f"{cases[1][0]}, in eval() mode", x, pad)
 
 
+def _dropped_share(pair, label, x, mask, on: str, off: str, calls: int = 20) -> float:
+    """Post-LN: the share of the ``on`` sublayer's output that its dropout drops, over ``calls`` calls.
+
+    On an input of zeros, with the last weights of both sublayers zero, the ``on`` sublayer's last bias all
+    ones, the ``off`` sublayer's zero and both norms plain (weight 1, bias 0), a position's output is
+    norm2(norm1(dropout(ones))): positive where a value was kept, negative where it was dropped, whatever
+    the scale of the kept ones (a norm hides that scale, which this layout therefore cannot show).
+    """
+    plain = {f"{norm}.{part}": value for norm in ("norm1", "norm2") for part, value in (("weight", 1.0), ("bias", 0.0))}
+    with pair.setting({f"{on}.weight": 0.0, f"{on}.bias": 1.0, f"{off}.weight": 0.0, f"{off}.bias": 0.0, **plain}):
+        out = torch.stack([pair.call(label, torch.zeros_like(x), mask).detach() for _ in range(calls)])
+    return float((out < -1e-3).sum()) / out.numel()  # (a position whose values were all kept comes out all 0)
+
+
 def _check_dropout(pair, label, x, mask, p: float, norm_first: bool) -> None:
     """In train() mode dropout must happen, on each sublayer's output, and only there.
 
@@ -221,7 +235,8 @@ def _check_dropout(pair, label, x, mask, p: float, norm_first: bool) -> None:
     block in train() is random only through that sublayer's dropout; with both zero it is not random
     at all and equals the reference (x for pre-LN, norm2(norm1(x)) for post-LN). In pre-LN the
     output minus x is then the kept sublayer's dropped-out bias, which shows the rate: every kept
-    value is scaled by 1 / (1 - p).
+    value is scaled by 1 / (1 - p). In post-LN the norms hide that scale; the share of values dropped
+    is counted instead (:func:`_dropped_share`).
     """
     name = pair.name
     pair.cand.train()
@@ -253,6 +268,19 @@ def _check_dropout(pair, label, x, mask, p: float, norm_first: bool) -> None:
                         f"1 - p and scales it by 1 / (1 - p) = {scale:.3g}.\nHint: apply self.{drop} once, built "
                         "from the dropout argument; p is the probability to drop, not to keep."
                     )
+        if not norm_first:
+            share = _dropped_share(pair, label, x, mask, on, off)
+            if abs(share - p) > 0.06:
+                why = (": it drops 1 - p, as if p were the probability to keep" if abs(share - (1 - p)) < 0.06 else
+                       f": two dropouts in a row drop 1 - (1 - p)^2 = {1 - (1 - p) ** 2:.0%}"
+                       if abs(share - (1 - (1 - p) ** 2)) < 0.06 else
+                       ": is the rate fixed in the code instead of taken from the dropout argument?")
+                raise ExerciseError(
+                    f"Your {name}'s dropout on the {sublayer} sublayer drops {share:.0%} of the values {label} "
+                    f"(counted over 20 calls), but dropout={p} drops each value with probability p = {p:.0%}{why}"
+                    f"\nHint: build self.{drop} = nn.Dropout(dropout) from the dropout argument and apply it once "
+                    "to the sublayer's output; p is the probability to drop, not to keep."
+                )
     with pair.setting({**_NO_ATTENTION, **_NO_FFN}):
         got, want = pair.call(label, x, mask), pair.want(x, mask)
     if got.shape == want.shape and not _close(got, want, factor=3.0):

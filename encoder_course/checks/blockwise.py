@@ -293,6 +293,35 @@ def _fitted_scores_scale(got, q, k, v, mask) -> float | None:
     return c if error(c) < 1e-4 * float(got.abs().max()) + 1e-6 else None
 
 
+def _ignored_keys(name, fn, label, q, k, v, mask, block) -> str:
+    """Which keys the output does not depend on although full attention does ("" when none)."""
+    want = _reference(q, k, v, mask)
+    got = _invoke(name, label, fn, q, k, v, mask, block_size=block)
+    ignored = []
+    for key in range(k.shape[-2]):
+        moved = v.clone()
+        moved[..., key, :] += 1.0
+        if _close(_reference(q, k, moved, mask), want):
+            continue  # masked everywhere, or a weight that underflows: the reference does not see it either
+        out = _invoke(name, f"{label}, with the values of key {key} moved", fn, q, k, moved, mask, block_size=block)
+        if isinstance(out, torch.Tensor) and out.shape == want.shape and torch.isfinite(out).all() \
+                and isinstance(got, torch.Tensor) and torch.equal(out, got):
+            ignored.append(key)
+    if not ignored:
+        return ""
+    length = k.shape[-2]
+    full = {start + block - 1 for start in range(0, length - block + 1, block)}  # the last key of each full block
+    ends = full | {length - 1}
+    where = f"key{'s' if len(ignored) > 1 else ''} {', '.join(map(str, ignored))} of {length}"
+    if full and full <= set(ignored) <= ends:
+        return (f"your output does not depend on {where}, the last key of each full block (block_size={block}): the "
+                "slice stops one key early. A Python slice leaves out its end, so k[..., start:start + block_size, "
+                ":] already holds block_size keys (the same for v and the mask; no - 1).")
+    return (f"your output does not depend on {where}, although full attention weighs every unmasked key: check "
+            "the loop over the blocks, for start in range(0, L_k, block_size), and the slices of k, v and the "
+            "mask, [start:start + block_size].")
+
+
 @probe
 def _probe(name, fn, label, q, k, v, mask, block) -> str:
     """Vary one thing at a time (one block, blocks of one key, small scores) and name what goes wrong."""
@@ -303,6 +332,9 @@ def _probe(name, fn, label, q, k, v, mask, block) -> str:
         out = _invoke(name, f"{label}, {what}", fn, q_, k, v, mask, block_size=block_)
         return out if isinstance(out, torch.Tensor) and out.shape == want.shape else None
 
+    ignored = _ignored_keys(name, fn, label, q, k, v, mask, block)
+    if ignored:
+        return ignored
     whole = run(q, l_k, f"with block_size={l_k}, one block")
     if whole is not None and torch.isfinite(whole).all() and not _close(whole, want):
         c = _fitted_scores_scale(whole, q, k, v, mask)

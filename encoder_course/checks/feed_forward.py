@@ -115,6 +115,15 @@ def _curve_probe(pair, activation: str, label) -> str:
     worst = int((flat - ref).abs().argmax())
     at = sorted({int((inputs - point).abs().argmin()) for point in (-1.0, 1.0)} | {worst})
     values = ", ".join(f"f({float(inputs[i]):.2g}) = {float(flat[i]):.4g} (not {float(ref[i]):.4g})" for i in at)
+    big = ref.abs() > 1e-2 * float(ref.abs().max())
+    ratio = flat[big] / ref[big]
+    if not found and float(ratio.max() - ratio.min()) < 1e-4 * float(ratio.abs().max()):
+        c = float(ratio.mean())
+        return (f"with w1 and w2 identity matrices and no biases, your FeedForward returns {want_name}(x) times "
+                f"{c:.4g}: the activation is right and something scales the output. Nothing should"
+                + (" (if it makes up for dropout: in eval() mode nn.Dropout does nothing, and in training it "
+                   "already divides what it keeps by 1 - p, so there is nothing to make up for)." if c < 1 else ".")
+                + " The layer is w2(activation(w1(x))) and no more.")
     seen = f"it is {found[0]}" if found else "it is none of the usual ones"
     return (f"with w1 and w2 identity matrices and no biases, your FeedForward returns its activation of x alone, "
             f"and {seen}: {values}. This one should be {want_name}"

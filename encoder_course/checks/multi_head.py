@@ -121,8 +121,16 @@ _MHA_MISTAKES = [
     ("the mask is transposed before use: (B, 1, L, 1) masks queries (rows of the scores), not keys. The mask "
      "already lines up with the scores (B, H, L_q, L_k), keys last: pass it on without transposing it.",
      _slip(*({"fill": f} for f in ("zero", "nan", "min")), mask_t=True)),
+    ("the scores are divided by the square root rounded to an integer (int(math.sqrt(d_head)), math.isqrt or "
+     "// somewhere): keep it a float, math.sqrt(d_head), d_head ** 0.5.",
+     _slip(divide=lambda d, h: math.isqrt(d // h))),
     ("the scores are divided by sqrt(d_model) / n_heads; each head divides by the square root of its own "
      "size: sqrt(d_head) = sqrt(d_model / n_heads).", _slip(divide=lambda d, h: math.sqrt(d) / h)),
+    ("the heads have a fixed size, not d_model // n_heads: with d_head fixed in the code, the number of heads "
+     "follows from d_model instead of n_heads. Take d_head = d_model // n_heads, and the number of heads from "
+     "self.n_heads, never fixed numbers.",
+     lambda x, p, h, m: [out for size in (8, 16, 32, 64) if x.shape[-1] % size == 0 and x.shape[-1] // size != h
+                         for out in _mha(x, p, x.shape[-1] // size, m)]),
     ("it splits into a fixed number of heads, not n_heads: take the number of heads from self.n_heads "
      "(and d_head = d_model // n_heads), never from the example's numbers.",
      lambda x, p, h, m: [out for fixed in (1, 2, 3, 4, 6, 8) if fixed != h and x.shape[-1] % fixed == 0
@@ -267,8 +275,9 @@ def check_multi_head_attention(cls):
 
     name = exercise("multi_head_attention").name
     g = _gen(2)
-    # Widths where sqrt(d_head), d_head, sqrt(d_model) and sqrt(n_heads) all differ come first.
-    for index, (d_model, n_heads, seed) in enumerate(((16, 2, 11), (12, 3, 12), (16, 4, 14), (8, 1, 13))):
+    # Widths where sqrt(d_head), its integer part, d_head, sqrt(d_model), sqrt(d_model) / n_heads and sqrt(n_heads)
+    # all differ come first.
+    for index, (d_model, n_heads, seed) in enumerate(((24, 2, 11), (12, 3, 12), (16, 4, 14), (8, 1, 13))):
         pair = Pair(name, cls, (d_model, n_heads), Reference(d_model, n_heads, implementation="eager"), seed=seed)
         cases = _mha_cases(g, d_model)
         for mode in pair.modes(*(("eval", "train") if index == 0 else ("eval",))):

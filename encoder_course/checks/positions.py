@@ -99,6 +99,17 @@ def _wrong_frequency(got: torch.Tensor, want: torch.Tensor, d_model: int) -> str
     wrong = (w_got - w_want).abs() > 1e-4 * w_want.abs().clamp_min(1e-3)
     if not wrong.any():
         return ""
+    ratio = w_got / w_want  # the same for every pair when the positions, not the frequencies, are off
+    if float(ratio.max() - ratio.min()) < 1e-4 * float(ratio.abs().max()):
+        c, length = float(ratio.mean()), g.shape[0]
+        known = {length / (length - 1): "torch.linspace(0, 1, seq_len) * seq_len?",
+                 1 / (length - 1): "torch.linspace(0, 1, seq_len)?", 1 / length: "positions divided by seq_len?"}
+        how = next((what for value, what in known.items() if abs(c - value) < 1e-4 * value), "")
+        return (f"every column pair turns {c:.6g} times as fast as it should (pair 0 by {float(w_got[0]):.6g} per "
+                "position, where 1 is right), so the frequencies are right and the positions are scaled "
+                + (f"({how}). " if how else ". ")
+                + "The positions are the row numbers themselves, 0, 1, 2, ..., seq_len - 1 "
+                "(torch.arange(seq_len)).")
     i = int(wrong.nonzero()[0])
     return (f"each column pair is a sine and a cosine, as it should be, but with the wrong frequency: pair "
             f"{i} (columns {2 * i} and {2 * i + 1}) turns by {float(w_got[i]):.6g} per position, and "

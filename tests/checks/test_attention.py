@@ -148,6 +148,16 @@ def sdpa_mask_t(q, k, v, mask=None):
     return w @ v, w
 
 
+@wrong("sdpa-probe-square-mask-transposed", C_SDPA, "a square mask transposed 'to line up with the keys' (others kept)",
+       "without transposing")
+def sdpa_square_mask_t(q, k, v, mask=None):
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        s = s.masked_fill(~(mask.transpose(-2, -1) if mask.shape[-1] == mask.shape[-2] else mask), float("-inf"))
+    w = s.softmax(-1)
+    return w @ v, w
+
+
 @wrong("sdpa-fill-plus-1e-9", C_SDPA, "masked_fill(~mask, 1e-9) (typo for -1e9)",
        'exp(0) = 1')
 def sdpa_fill_pos(q, k, v, mask=None):

@@ -244,7 +244,7 @@ class BlkNoDrop1(BB):
 
 
 @wrong("blk-hardcoded-p", C_BLK, "F.dropout(t, 0.1, self.training): the rate hard-coded, ignores dropout=",
-       'built with dropout=0.0')
+       "is the rate fixed in the code")
 class BlkP(BB):
     def forward(self, x, mask=None):
         d = lambda t: F.dropout(t, 0.1, self.training)  # noqa: E731
@@ -462,7 +462,7 @@ class BlkNoGrad(BB):
 
 
 @wrong("blk-keep-prob", C_BLK, "F.dropout(t, 1 - p, self.training): p read as the keep probability (TF1 habit)",
-       'as if p were 1')
+       "as if p were the probability to keep")
 class BlkKeep(BB):
     def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False, activation="gelu", eps=1e-5):
         super().__init__(d_model, n_heads, d_ff, dropout, norm_first, activation, eps)
@@ -479,7 +479,7 @@ class BlkKeep(BB):
 
 @wrong("blk-dropout-twice", C_BLK,
        "copy-paste: self.dropout1(self.dropout1(attn(...))) and the same for dropout2: rate 1-(1-p)^2 = 0.51 at p=0.3",
-       'scales the values it keeps by 2.04')
+       "two dropouts in a row")
 class BlkDouble(BB):
     def forward(self, x, mask=None):
         if self.norm_first:
@@ -487,6 +487,14 @@ class BlkDouble(BB):
             return x + self.dropout2(self.dropout2(self.ffn(self.norm2(x))))
         x = self.norm1(x + self.dropout1(self.dropout1(self.attn(x, mask))))
         return self.norm2(x + self.dropout2(self.dropout2(self.ffn(x))))
+
+
+@wrong("blk-dropout-twice-pre-ln", C_BLK,
+       "pre-LN only: self.dropout1(self.dropout1(...)), self.dropout2(self.dropout2(...))",
+       "scales the values it keeps by 2.04")
+class BlkDoublePre(BlkDouble):
+    def forward(self, x, mask=None):
+        return super().forward(x, mask) if self.norm_first else BlockRight.forward(self, x, mask)
 
 
 @wrong("blk-clone-then-inplace", C_BLK,

@@ -20,7 +20,7 @@ wrong, right = CATALOGUE.add_wrong, CATALOGUE.add_right
 
 def online_with(q, k, v, mask=None, block_size=4, *, scale=True, rescale_s=True, rescale_acc=True,
                 carry_max=True, guard_block=True, guard_row=True, fill=float("-inf"), every=None, last=True,
-                sign=1.0, m0=float("-inf"), inverted=False, out_of_place=True):
+                sign=1.0, m0=float("-inf"), inverted=False, out_of_place=True, cut=(0, 0)):
     """A learner's online softmax with one slip chosen by keyword (the defaults give the right answer)."""
     shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
     if mask is not None:
@@ -34,10 +34,11 @@ def online_with(q, k, v, mask=None, block_size=4, *, scale=True, rescale_s=True,
     size = every or block_size
     stop = k.shape[-2] if last else k.shape[-2] - k.shape[-2] % size
     for start in range(0, stop, size):
-        kb, vb = k[..., start:start + size, :], v[..., start:start + size, :]
+        keys = slice(start + cut[0], start + size - cut[1])
+        kb, vb = k[..., keys, :], v[..., keys, :]
         scores = q @ kb.transpose(-2, -1)
         if mask is not None:
-            scores = scores.masked_fill(~mask[..., start:start + size], fill)
+            scores = scores.masked_fill(~mask[..., keys], fill)
         block_max = scores.amax(dim=-1, keepdim=True)
         m_new = torch.maximum(m, block_max) if carry_max else block_max
         base = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new) if guard_block else m_new
@@ -100,6 +101,10 @@ wrong("on-max-starts-at-0", C_ON, "m = torch.zeros(...): the running max starts 
       "the running max starts at 0 instead of -inf")(lambda *a, **kw: online_with(*a, **kw, m0=0.0))
 wrong("on-fixed-block-4", C_ON, "blocks of 4 keys whatever block_size says",
       "it computes scores for 4 keys at once")(lambda *a, **kw: online_with(*a, **kw, every=4))
+wrong("on-probe-slice-one-short", C_ON, "k[..., start:start + block_size - 1]: each block's last key left out",
+      "the slice stops one key early")(lambda *a, **kw: online_with(*a, **kw, cut=(0, 1)))
+wrong("on-probe-slice-skips-first", C_ON, "k[..., start + 1:start + block_size]: each block's first key left out",
+      "although full attention weighs every unmasked key")(lambda *a, **kw: online_with(*a, **kw, cut=(1, 0)))
 wrong("on-q-in-place", C_ON, "q.div_(sqrt(d_k)): the caller's q changed",
       "changed its input `q` in place")(lambda *a, **kw: online_with(*a, **kw, out_of_place=False))
 

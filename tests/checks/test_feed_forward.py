@@ -237,6 +237,14 @@ class FFClamped(FB):
         return self.w2(self.act(self.w1(x)).clamp(max=2.0))
 
 
+@wrong("ff-probe-eval-scaled", C_FF, "output times (1 - 0.1) in eval() 'to make up for dropout'",
+       "something scales the output")
+class FFEvalScaled(FB):
+    def forward(self, x):
+        y = self.w2(self.act(self.w1(x)))
+        return y if self.training else y * (1 - 0.1)
+
+
 @wrong("ff-probe-w1-bias-subtracted", C_FF, "x @ W1^T - b1: w1's bias subtracted", "how w1's bias is used")
 class FFMinusB1(FB):
     def forward(self, x):

@@ -438,6 +438,29 @@ class MHAScaleMix(MB):
         return self.w_o(self.merge(s.softmax(-1) @ v))
 
 
+@wrong("mha-scale-int-sqrt", C_MHA, "scale = int(self.d_head ** 0.5) (the square root rounded down)",
+       "rounded to an integer")
+class MHAScaleIntSqrt(MB):
+    def forward(self, x, mask=None):
+        q, k, v = self.qkv(x)
+        s = q @ k.transpose(-2, -1) / int((self.d_model // self.n_heads) ** 0.5)
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf"))
+        return self.w_o(self.merge(s.softmax(-1) @ v))
+
+
+@wrong("mha-dhead-16-hardcoded", C_MHA,
+       "split with view(B, L, -1, 16): heads of 16 features (24 = d_model does not split)",
+       "never fixed numbers")
+class MHADh16(MB):
+    def forward(self, x, mask=None):
+        B, L, D = x.shape
+        sp = lambda t: t.view(B, L, -1, 16).transpose(1, 2)  # noqa: E731
+        q, k, v = sp(self.w_q(x)), sp(self.w_k(x)), sp(self.w_v(x))
+        h, _ = _sdpa(q, k, v, mask)
+        return self.w_o(h.transpose(1, 2).reshape(B, L, D))
+
+
 @wrong("mha-scale-q-and-k", C_MHA, "q and k each multiplied by d_head ** -0.5 (scaled twice: / d_head)",
        "divided by d_head")
 class MHAScaleTwice(MB):
@@ -518,8 +541,8 @@ class MHANoGrad(MB):
 
 
 @wrong("mha-dhead-8-hardcoded", C_MHA,
-       "split with view(B, L, -1, 8): d_head taken as 8 (right for 16/2 and 8/1, not 12/3)",
-       "never fixed numbers")
+       "split with view(B, L, -1, 8): d_head taken as 8 (right for 16/2 and 8/1, not 24/2 or 12/3)",
+       "the heads have a fixed size")
 class MHADh8(MB):
     def forward(self, x, mask=None):
         B, L, D = x.shape

@@ -220,9 +220,19 @@ def pe_fixed_table(L, d):
 
 
 @wrong("pe-probe-normalised-positions", C_PE, "positions torch.arange(seq_len) / seq_len (normalised to [0, 1))",
-       'wrong frequency')
+       "the positions are scaled")
 def pe_norm_pos(L, d):
     pos = (torch.arange(L, dtype=torch.float32) / L)[:, None]
+    freq = 10000 ** (torch.arange(0, d, 2, dtype=torch.float32) / d)
+    pe = torch.zeros(L, d)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(pos / freq), torch.cos(pos / freq)
+    return pe
+
+
+@wrong("pe-probe-linspace-positions", C_PE, "positions torch.linspace(0, 1, seq_len) * seq_len: steps of L / (L - 1)",
+       "the positions are scaled")
+def pe_linspace_pos(L, d):
+    pos = (torch.linspace(0, 1, L) * L)[:, None]
     freq = 10000 ** (torch.arange(0, d, 2, dtype=torch.float32) / d)
     pe = torch.zeros(L, d)
     pe[:, 0::2], pe[:, 1::2] = torch.sin(pos / freq), torch.cos(pos / freq)

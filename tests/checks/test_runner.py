@@ -230,7 +230,7 @@ def test_wrong_constructor_is_explained():
         def __init__(self, d_model):
             super().__init__()
 
-    with pytest.raises(ExerciseError, match=r"when built as NoHeads\(16, 2\)") as info:
+    with pytest.raises(ExerciseError, match=r"when built as NoHeads\(24, 2\)") as info:
         checks.check_multi_head_attention(NoHeads)
     assert isinstance(info.value.__cause__, TypeError)
 
