@@ -204,6 +204,29 @@ def _trimmed(values) -> tuple:
     return tuple(values)
 
 
+def _covering_prefixes(chosen: list, among: list) -> list:
+    """The shortest dotted prefixes under which every path of ``among`` is in ``chosen``, covering ``chosen``."""
+    found = []
+    for path in chosen:
+        parts = path.split(".")
+        for n in range(1, len(parts) + 1):
+            prefix = ".".join(parts[:n])
+            under = [p for p in among if p == prefix or p.startswith(prefix + ".")]
+            if all(p in chosen for p in under):
+                if prefix not in found:
+                    found.append(prefix)
+                break
+    return found
+
+
+def _attribute(path: str) -> str:
+    """``layers.0.attn.w_q`` as the learner writes it, ``self.layers[0].attn.w_q``."""
+    out = "self"
+    for part in path.split("."):
+        out += f"[{part}]" if part.isdigit() else f".{part}"
+    return out
+
+
 class Pair:
     """The learner's module (``cand``, built as ``cls(*args, **kwargs)``) and the package's ``ref``.
 
@@ -288,7 +311,8 @@ class Pair:
         options.setdefault("masked", len(values) > 1 and values[1] is not None)
         _compare_output(self.name, got, self.want(*values), label, mistakes, variant_args, hint,
                         rerun=functools.partial(self.call, label, *values),
-                        fresh=functools.partial(self.fresh, label, *values), probes=probes, **options)
+                        fresh=functools.partial(self.fresh, label, *values),
+                        probes=(*probes, self.unused_probe(label, values)), **options)
         return got
 
     def gradients(self, label, *values) -> None:
@@ -329,6 +353,59 @@ class Pair:
         finally:
             with torch.no_grad():
                 for p, value in saved:
+                    p.copy_(value)
+
+    def unused_probe(self, label, values):
+        """A probe, the last one: the contract's parameters the learner's output does not depend on (in eval()).
+
+        Each parameter in turn is moved by the same random amount in both modules: where the reference's output
+        changes and the learner's stays exactly the same, the learner's forward never uses that parameter (or
+        undoes it)."""
+
+        def probe() -> str:
+            if self.cand.training:
+                return ""
+            g = _gen(0)
+            unused, inert = [], []  # not used by the learner; without effect in the reference either
+            try:
+                with torch.no_grad():
+                    base, want = self.call(label, *values), self.want(*values)
+                    for path in self.paths:
+                        with self.moved(path, torch.randn(_sub(self.name, self.ref, path).shape, generator=g)):
+                            got, moved = self.call(label, *values), self.want(*values)
+                        if _close(moved, want):
+                            inert.append(path)
+                        elif got.shape == base.shape and torch.equal(got, base):
+                            unused.append(path)
+            except ExerciseError:
+                return ""
+            if not unused:
+                return ""
+            names = [_attribute(prefix) for prefix in _covering_prefixes(unused, [p for p in self.paths
+                                                                                  if p not in inert])]
+            many = len(names) > 1
+            listed = ", ".join(names[:-1]) + " and " + names[-1] if many else names[0]
+            return (f"your output stays exactly the same when {listed} {'change' if many else 'changes'} "
+                    f"({'their' if many else 'its'} weights moved at random), while the reference's changes: "
+                    "your forward never uses "
+                    + ("them" if many else "it") + " (or undoes the effect). Each of the module's own "
+                    "layers must enter the computation.")
+
+        return probe
+
+    @contextlib.contextmanager
+    def moved(self, path: str, delta: torch.Tensor):
+        """The parameter ``path`` moved by ``delta`` in both modules, given back afterwards."""
+        params = [_sub(self.name, module, path) for module in (self.cand, self.ref)]
+        saved = [p.detach().clone() for p in params]
+        try:
+            with torch.no_grad():
+                for p in params:
+                    p.add_(delta.to(p.dtype))
+            yield
+        finally:
+            with torch.no_grad():
+                for p, value in zip(params, saved):
                     p.copy_(value)
 
     def settings_probe(self, label, values, settings, factor: float = 1.0):

@@ -246,6 +246,15 @@ def _check_dropout(pair, label, x, mask, p: float, norm_first: bool) -> None:
             "happening during training.\nHint: apply dropout (self.dropout1, self.dropout2) "
             "to each sublayer's output before adding it to the residual."
         )
+    with pair.setting({**_NO_ATTENTION, **_NO_FFN}):
+        got, want = pair.call(label, x, mask), pair.want(x, mask)
+    if got.shape == want.shape and not _close(got, want, factor=3.0):
+        raise ExerciseError(
+            f"Your {name} applies dropout (or something else random) outside the sublayers {label}: with "
+            "both sublayers giving zeros, the output still changes in train() mode. Dropout belongs on "
+            "each sublayer's output only, before the residual sum: x + dropout(attn(...)), never "
+            "dropout(x + attn(...)) or dropout of x itself."
+        )
     for sublayer, drop, on, off in (("attention", "dropout1", "attn.w_o", "ffn.w2"),
                                     ("feed-forward", "dropout2", "ffn.w2", "attn.w_o")):
         with pair.setting({f"{on}.weight": 0.0, f"{off}.weight": 0.0, f"{off}.bias": 0.0}):
@@ -281,12 +290,3 @@ def _check_dropout(pair, label, x, mask, p: float, norm_first: bool) -> None:
                     f"\nHint: build self.{drop} = nn.Dropout(dropout) from the dropout argument and apply it once "
                     "to the sublayer's output; p is the probability to drop, not to keep."
                 )
-    with pair.setting({**_NO_ATTENTION, **_NO_FFN}):
-        got, want = pair.call(label, x, mask), pair.want(x, mask)
-    if got.shape == want.shape and not _close(got, want, factor=3.0):
-        raise ExerciseError(
-            f"Your {name} applies dropout (or something else random) outside the sublayers {label}: with "
-            "both sublayers giving zeros, the output still changes in train() mode. Dropout belongs on "
-            "each sublayer's output only, before the residual sum: x + dropout(attn(...)), never "
-            "dropout(x + attn(...)) or dropout of x itself."
-        )

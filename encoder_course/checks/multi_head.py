@@ -232,6 +232,35 @@ _MHA_SETTINGS = [
 ]
 
 
+def _scale_probe(pair, label, x, mask, n_heads) -> str:
+    """If the answer is multi-head attention with its scores divided by some other number, name that number."""
+    try:
+        got = pair.call(label, x, mask).detach().double()
+    except ExerciseError:
+        return ""
+    params, d_model = pair.params(), x.shape[-1]
+    if got.shape != x.shape or not torch.isfinite(got).all():
+        return ""
+
+    def error(c: float) -> float:
+        return float((_mha(x, params, n_heads, mask, divide=lambda d, h: c)[0]["out"].double() - got).abs().max())
+
+    c = min((10 ** e for e in torch.linspace(-1, 3, 81).tolist()), key=error)
+    low, high = c / 1.13, c * 1.13
+    for _ in range(40):  # narrow down around the best point of the grid
+        a, b = low + (high - low) / 3, high - (high - low) / 3
+        low, high = (low, b) if error(a) < error(b) else (a, high)
+    c = (low + high) / 2
+    if error(c) > 1e-4 * float(got.abs().max()) + 1e-6:
+        return ""
+    d_head = d_model // n_heads
+    precedence = "" if abs(c - d_model // n_heads ** 0.5) > 1e-3 * c else (
+        f" That is d_model // n_heads ** 0.5 = {d_model} // {n_heads ** 0.5:.4g}: ** binds before //, so write "
+        "math.sqrt(d_model // n_heads), or keep self.d_head and take math.sqrt(self.d_head).")
+    return (f"your scores are divided by {c:.4g}, where each head divides by sqrt(d_head) = sqrt({d_head}) = "
+            f"{math.sqrt(d_head):.4g} (the rest, the heads, the mask and the softmax, is right).{precedence}")
+
+
 def _heads_probe(pair, cls, label, x, mask, n_heads) -> str:
     """With n_heads > 1: is the module right with one head? Then show where each head's features land."""
     from ..multi_head import MultiHeadAttention as Reference
@@ -297,7 +326,8 @@ def check_multi_head_attention(cls):
                     "project x with w_q, w_k, w_v; split into heads (B, H, L, d_head); attend with the "
                     "mask; merge the heads back to (B, L, d_model); apply w_o.", case_hint=case_hint,
                     random_hint=_MHA_RANDOM_HINT[mode],
-                    probes=[pair.settings_probe(label, (xx, mask), _MHA_SETTINGS),
+                    probes=[functools.partial(_scale_probe, pair, label, xx, mask, n_heads),
+                            pair.settings_probe(label, (xx, mask), _MHA_SETTINGS),
                             functools.partial(_heads_probe, pair, cls, label, xx, mask, n_heads)],
                     axes=("sequence", "position", "feature"))
         if index == 0:

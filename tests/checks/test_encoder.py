@@ -228,6 +228,18 @@ class StackShort(StackRight):
         return x if self.final_norm is None else self.final_norm(x)
 
 
+@wrong("enc-probe-skips-first", C_ENC, "for layer in self.layers[1:]: the first block never runs",
+       "your forward never uses it")
+class StackSkipsFirst(StackRight):
+    def forward(self, token_ids, mask=None, token_type_ids=None):
+        x = self.embeddings(token_ids, token_type_ids)
+        if mask is not None and mask.dim() == 2:
+            mask = mask[:, None, None, :]
+        for layer in self.layers[1:]:
+            x = layer(x, mask)
+        return x if self.final_norm is None else self.final_norm(x)
+
+
 @wrong("enc-probe-every-other", C_ENC, "for layer in self.layers[::2]", "built with n_layers=1 your Encoder is right")
 class StackEveryOther(StackRight):
     def forward(self, token_ids, mask=None, token_type_ids=None):

@@ -461,6 +461,28 @@ class MHADh16(MB):
         return self.w_o(h.transpose(1, 2).reshape(B, L, D))
 
 
+@wrong("mha-probe-scale-precedence", C_MHA, "scores / (self.d_model // self.n_heads ** 0.5): ** binds first",
+       "** binds before //")
+class MHAScalePrecedence(MB):
+    def forward(self, x, mask=None):
+        q, k, v = self.qkv(x)
+        s = q @ k.transpose(-2, -1) / (self.d_model // self.n_heads ** 0.5)
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf"))
+        return self.w_o(self.merge(s.softmax(-1) @ v))
+
+
+@wrong("mha-probe-q-not-projected", C_MHA, "q = self.split(x): the queries never go through w_q",
+       "your forward never uses it")
+class MHAQNotProjected(MB):
+    def forward(self, x, mask=None):
+        q, k, v = self.split(x), self.split(self.w_k(x)), self.split(self.w_v(x))
+        s = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf"))
+        return self.w_o(self.merge(s.softmax(-1) @ v))
+
+
 @wrong("mha-scale-q-and-k", C_MHA, "q and k each multiplied by d_head ** -0.5 (scaled twice: / d_head)",
        "divided by d_head")
 class MHAScaleTwice(MB):
@@ -635,7 +657,7 @@ class MHAKeysRaw(MB):
 
 
 @wrong("mha-probe-temperature", C_MHA, "scores divided by 2 * sqrt(d_head), a temperature of 2",
-       "the mistake is in the scores")
+       "your scores are divided by")
 class MHATemperature(MB):
     def forward(self, x, mask=None):
         q, k, v = self.qkv(x)
