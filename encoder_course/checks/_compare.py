@@ -8,6 +8,7 @@ When no known mistake fits, a probe localises the difference (:func:`probe`, :fu
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 
@@ -20,6 +21,25 @@ _RNG_PROBE_SEED = 20_170_612  # any value a learner is unlikely to pass to torch
 
 # ----------------------------------------------------------------------------------------------
 # Closeness: one tolerance for every comparison, and the known mistakes
+
+
+def _float32_detour(got: torch.Tensor, want: torch.Tensor) -> str:
+    """How many digits a float64 ``got`` shares with ``want`` when that says it went through float32 ("" otherwise).
+
+    Use on ordinary values only (about 1): there two float64 ways of computing agree to about 1e-15 of the
+    largest value, a detour through float32 leaves differences near 1e-7.
+    """
+    if want.dtype != torch.float64 or got.dtype != torch.float64 or got.shape != want.shape:
+        return ""
+    g, w = got.detach(), want.detach()
+    ok = torch.isfinite(w) & torch.isfinite(g)
+    scale = float(w[ok].abs().max()) if ok.any() else 0.0
+    err = float((g[ok] - w[ok]).abs().max()) if ok.any() else 0.0
+    if not scale or err <= 1e-10 * scale:
+        return ""
+    return (f"on an ordinary float64 input it agrees with the reference to about {-math.log10(err / scale):.0f} "
+            "significant digits, where float64 carries about 15: it computes in float32 somewhere (a .float(), "
+            "or a new tensor made without dtype=x.dtype) and the float64 weights bring the result back to float64")
 
 
 def _close(got: torch.Tensor, want: torch.Tensor, factor: float = 1.0) -> bool:

@@ -54,6 +54,10 @@ def _configs():
                        **small)),
         ("for a one-layer pre-LN encoder (d_model=32, d_ff=128)",
          EncoderConfig(d_model=32, n_heads=2, d_ff=128, n_layers=1, norm_first=True, **small)),
+        ("for a post-LN encoder with 2 token types and no embedding LayerNorm (d_model=40, d_ff=100, 2 layers, "
+         "sinusoidal positions)",
+         EncoderConfig(d_model=40, n_heads=4, d_ff=100, n_layers=2, type_vocab_size=2, embedding_norm=False,
+                       **small)),
     ]
 
 
@@ -145,24 +149,25 @@ def _explain(diff: list[int], configs) -> str:
 
 def _variations(c):
     """(what changes, the config with that one change, how much the field changes, the unit a difference is given
-    per: "per layer") for the probe, each a valid config."""
+    per: "per layer", whether it changes every layer alike) for the probe, each a valid config."""
     swap = dataclasses.replace
-    return [("one more layer", swap(c, n_layers=c.n_layers + 1), 1, "layer"),
-            ("a vocabulary 1,000 tokens larger", swap(c, vocab_size=c.vocab_size + 1000), 1000, "vocabulary entry"),
-            ("d_ff 64 larger", swap(c, d_ff=c.d_ff + 64), 64, "unit of d_ff"),
-            ("max_len 64 longer", swap(c, max_len=c.max_len + 64), 64, "position"),
+    return [("one more layer", swap(c, n_layers=c.n_layers + 1), 1, "layer", False),
+            ("a vocabulary 1,000 tokens larger", swap(c, vocab_size=c.vocab_size + 1000), 1000, "vocabulary entry",
+             False),
+            ("d_ff 64 larger", swap(c, d_ff=c.d_ff + 64), 64, "unit of d_ff", True),
+            ("max_len 64 longer", swap(c, max_len=c.max_len + 64), 64, "position", False),
             ("no token types" if c.type_vocab_size else "two token types",
-             swap(c, type_vocab_size=0 if c.type_vocab_size else 2), 1, ""),
+             swap(c, type_vocab_size=0 if c.type_vocab_size else 2), 1, "", False),
             ("pre-LN instead of post-LN" if not c.norm_first else "post-LN instead of pre-LN",
-             swap(c, norm_first=not c.norm_first), 1, ""),
+             swap(c, norm_first=not c.norm_first), 1, "", False),
             ("no embedding LayerNorm" if c.embedding_norm else "an embedding LayerNorm",
-             swap(c, embedding_norm=not c.embedding_norm), 1, ""),
+             swap(c, embedding_norm=not c.embedding_norm), 1, "", False),
             ("sinusoidal positions instead of learned" if c.positions == "learned" else
              "learned positions instead of sinusoidal",
-             swap(c, positions="sinusoidal" if c.positions == "learned" else "learned"), 1, ""),
+             swap(c, positions="sinusoidal" if c.positions == "learned" else "learned"), 1, "", False),
             ("SwiGLU instead of " + {"gelu": "GELU", "relu": "ReLU"}.get(c.activation, c.activation)
              if c.activation != "swiglu" else "GELU instead of SwiGLU",
-             swap(c, activation="gelu" if c.activation == "swiglu" else "swiglu"), 1, "")]
+             swap(c, activation="gelu" if c.activation == "swiglu" else "swiglu"), 1, "", True)]
 
 
 def _in_units(amount: int, c) -> str:
@@ -174,12 +179,13 @@ def _in_units(amount: int, c) -> str:
     if not fits:
         return f"{amount:,}"
     best = min(fits, key=lambda coefs: sum(1 for k in coefs if k) * 10 + sum(abs(k) for k in coefs))  # the shortest
-    formula = " + ".join(("" if k == 1 else f"{k} x ") + name for k, name in zip(best, terms) if k)
-    return f"{amount:,} = {formula.replace('+ -', '- ')}"
+    used = sorted(((k, name) for k, name in zip(best, terms) if k), key=lambda term: term[0] < 0)  # + terms first
+    formula = " ".join(("- " if k < 0 else "+ ") + ("" if abs(k) == 1 else f"{abs(k)} x ") + name for k, name in used)
+    return f"{amount:,} = {formula.removeprefix('+ ')}"
 
 
 @probe
-def _probe(name: str, fn, config) -> str:
+def _probe(name: str, fn, config, label: str) -> str:
     """Vary one field of ``config`` at a time and name the change the learner's count responds to wrongly."""
     from ..measure.counting import analytic_parameter_counts
 
@@ -191,7 +197,7 @@ def _probe(name: str, fn, config) -> str:
     if base is None:
         return ""
     responses = []
-    for what, varied, step, unit in _variations(config):
+    for what, varied, step, unit, per_layer in _variations(config):
         try:
             mine = count(varied, what)
             want = analytic_parameter_counts(varied)["total"] - right
@@ -200,17 +206,26 @@ def _probe(name: str, fn, config) -> str:
         if mine is None:
             continue
         responses.append(what)
+        if mine == base and want:
+            return (f"Varying one thing at a time {label}: {what} leaves your count where it was, {base:,}, but "
+                    f"changes Encoder(config)'s by {want:+,}: your formula does not read the field that {what} changes "
+                    "(a fixed number where a config field belongs?).\nHint: take every size from the config "
+                    "(config.n_layers, config.vocab_size, config.d_ff, ...), never from one model's numbers.")
         if mine - base != want:
             off = (mine - base) - want
-            sign = "short" if off < 0 else "too many"
+            # A change that adds parameters: the count gained too little (short) or too much; one that removes
+            # some: the count lost too much (what it counted where it should not) or too little.
+            sign = ("short" if off < 0 else "too many") if want >= 0 else (
+                "more than it should" if off < 0 else "less than it should")
             size = (f"{_in_units(abs(off) // step, config)} {sign} per {unit}" if unit and off % step == 0
                     else f"{_in_units(abs(off), config)} {sign}")
+            size = f"is {size}" if want >= 0 else f"falls by {size}"
             layers = config.n_layers * (mine - base) / want if want else None
-            if layers is not None and layers.is_integer() and 0 <= layers <= 2 * config.n_layers \
+            if per_layer and layers is not None and layers.is_integer() and 0 <= layers <= 2 * config.n_layers \
                     and layers != config.n_layers:
                 size += f": it grows as if there were {int(layers)} layers, not {config.n_layers}"
-            return (f"Varying one thing at a time: {what} changes your count by {mine - base:+,}, but changes "
-                    f"Encoder(config)'s by {want:+,}; your count is {size}.\nHint: find the part of your "
+            return (f"Varying one thing at a time {label}: {what} changes your count by {mine - base:+,}, but changes "
+                    f"Encoder(config)'s by {want:+,}; your count {size}.\nHint: find the part of your "
                     f"formula that {what} touches, and count it again from the model's parameters.")
     if not responses:
         return ""
@@ -224,7 +239,7 @@ def _probe(name: str, fn, config) -> str:
                  "vocabulary, d_ff or norms: a part counted (or left out) that none of them changes"
                  + (", the size of one d_model x d_model layer with its bias (BERT's pooler? Encoder has none)"
                     if off == config.d_model ** 2 + config.d_model else ""))
-    return (f"Varying one thing at a time, your count changes rightly with every change tried "
+    return (f"Varying one thing at a time {label}, your count changes rightly with every change tried "
             f"({', '.join(responses)}); the difference is {cause}.")
 
 
@@ -283,7 +298,10 @@ def check_parameter_count(fn):
     slip = next((text for text, delta in _SLIPS.values() if delta(config) == diff[first]), "")  # on this one config
     if slip:
         raise ExerciseError(f"{head}; here the difference is exactly what this slip makes: {slip}")
-    probe = _probe(name, fn, config)
+    # The probe on the first wrong config whose d_ff is no multiple of d_model, where d_ff - d_model and
+    # 3 x d_model are different numbers.
+    probe = _probe(name, fn, *next(((c, lab) for (lab, c), d in zip(configs, diff) if d and c.d_ff % c.d_model),
+                                    (config, label)))
     if probe:
         raise ExerciseError(f"{head}. {probe}")
     parts = analytic_parameter_counts(config)

@@ -6,7 +6,7 @@ import functools
 
 import torch
 
-from ._compare import _close, _compare_output, slips
+from ._compare import _close, _compare_output, _float32_detour, slips
 from ._modules import Pair, _contract_eps, _sub
 from ._run import ExerciseError, _checker, _gen, _randn
 from .registry import exercise
@@ -122,11 +122,13 @@ def _ln_probe(pair, label, x) -> str:
                 "mean is subtracted: subtract each token's own mean over dim=-1 before dividing.")
     ratio = (std / spread)
     if float((ratio - 1).abs().max()) > 1e-3:
-        r = float(ratio.median())
+        r, low, high = float(ratio.median()), float(ratio.min()), float(ratio.max())
+        found = (f"yours has {r:.4g} for every token" if high - low < 1e-3 * high else
+                 f"yours varies from token to token, from {low:.4g} to {high:.4g}, so each token's own spread is "
+                 "not divided out (is the square root missing, or the variance of the wrong axis?)")
         return (f"with gamma one and beta zero, each token's output should have standard deviation 1 (its "
-                f"variance over the {n} features, divided by n), but yours has {r:.4g} (from "
-                f"{float(ratio.min()):.4g} to {float(ratio.max()):.4g}): divide by sqrt(var + eps), var being "
-                "the mean of (x - mean)^2 over dim=-1.")
+                f"variance over the {n} features, divided by n), but {found}: divide by sqrt(var + eps), var "
+                "being the mean of (x - mean)^2 over dim=-1.")
     if not _close(y, scaled, 10.0):
         return ("multiplying a token by 4 changes your output (by up to "
                 f"{float((scaled - y).abs().max()):.4g}), but LayerNorm's does not: the division must be by the "
@@ -172,13 +174,18 @@ def check_layer_norm(cls):
         ref.double()
         x64 = x.double()
         label = f"on a float64 x of shape (2, 5, {d_model}) with the module in float64 (.double()), {eps_txt}"
-        _compare_output(name, pair.call(label, x64), ref(x64), label, _LN_MISTAKES, (x64, w, b, e),
+        got, want = pair.call(label, x64), ref(x64)
+        _compare_output(name, got, want, label, _LN_MISTAKES, (x64, w, b, e),
                         "compute in the input's dtype: no .float() or float32 constants as tensors.",
                         factor=2.0, axes=_LN_AXES[3])
-        # A mean far from 0 next to the spread: the variance as E[x^2] - E[x]^2 loses its digits there.
+        detour = _float32_detour(got, want)
+        # A mean far from 0 next to the spread: the variance as E[x^2] - E[x]^2 loses its digits there, and so
+        # does float32, whose 7 digits cannot hold 1e8 + 1.
         far = x64 + 1e8
         label = f"on a float64 x of 1e8 + values of about 1 (a mean large next to the spread), {eps_txt}"
         _compare_output(name, pair.call(label, far), ref(far), label, _LN_MISTAKES, (far, w, b, e),
+                        f"{detour}. Float32's 7 digits cannot hold 1e8 + 1: keep x's dtype all the way (no "
+                        ".float(); torch.zeros_like or x.new_full for new tensors)." if detour else
                         "it works until the mean is large next to the spread. Then E[x^2] - E[x]^2 subtracts two "
                         "nearly equal numbers and loses the variance's digits: compute the variance as the mean "
                         "of (x - mean)^2.", factor=2.0, axes=_LN_AXES[3])

@@ -113,12 +113,24 @@ wrong("pc-probe-pooler", C_PC, "BERT's pooler counted (d_model x d_model + d_mod
       "d_model x d_model + d_model too many, whatever the layers")(
     lambda c: count_with(c) + c.d_model * c.d_model + c.d_model)
 wrong("pc-probe-one-block-short", C_PC, "range(1, n_layers): one block too few",
-      "as if there were 11 layers, not 12")(
+      "it grows as if there were")(
     lambda c: 2 * count_with(c) - count_with(dataclasses.replace(c, n_layers=c.n_layers + 1)))  # one layer less
 wrong("pc-probe-gate-bias", C_PC, "SwiGLU's gate counted without its bias", "128 = d_ff short per layer")(
     lambda c: count_with(c) - (c.n_layers * c.d_ff if c.activation == "swiglu" else 0))
 wrong("pc-probe-output-bias", C_PC, "an output layer's bias (vocab_size) counted", "1 too many per vocabulary entry")(
     lambda c: count_with(c) + c.vocab_size)
+
+wrong("pc-types-inside-emb-norm", C_PC, "the token-type table counted inside `if config.embedding_norm:`",
+      "the token-type table is missing")(
+    lambda c: count_with(c) - (0 if c.embedding_norm else c.type_vocab_size * c.d_model))
+wrong("pc-probe-w2-bias-d-ff", C_PC, "w2's bias counted as d_ff wide, like w1's", "d_ff - d_model too many per layer")(
+    lambda c: count_with(c) + c.n_layers * (c.d_ff - c.d_model))
+wrong("pc-probe-12-layers", C_PC, "12 layers hard-coded (BERT-base's) where config.n_layers belongs",
+      "your formula does not read the field")(
+    lambda c: count_with(dataclasses.replace(c, n_layers=12)))
+wrong("pc-probe-pooler-with-types", C_PC, "BERT's pooler counted whenever there are token types",
+      "d_model x d_model + d_model more than it should")(
+    lambda c: count_with(c) + (c.d_model * c.d_model + c.d_model if c.type_vocab_size else 0))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -309,6 +309,25 @@ class LNOnePass(LB):
         return self.weight * (x - mean) * torch.rsqrt(var + self.eps) + self.bias
 
 
+@wrong("ln-float-cast", C_LN, "x = x.float() first: float32 inside, float64 again through the float64 weights",
+       "it computes in float32 somewhere")
+class LNFloatCast(LB):
+    def forward(self, x):
+        x = x.float()
+        mean = x.mean(-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(-1, keepdim=True)
+        return self.weight * (x - mean) / torch.sqrt(var + self.eps) + self.bias
+
+
+@wrong("ln-probe-no-sqrt", C_LN, "(x - mean) / (var + eps): the square root forgotten",
+       "yours varies from token to token")
+class LNNoSqrt(LB):
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(-1, keepdim=True)
+        return self.weight * (x - mean) / (var + self.eps) + self.bias
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
