@@ -105,8 +105,8 @@ def _error_hint(exc: BaseException, name: str = "", masks=()) -> str:
     has_mask = bool(masks)
     ex = exercise_named(name) if name else None
     if "Boolean value of Tensor with more than one value is ambiguous" in text:
-        return ("`if mask:` asks whether a whole tensor is true; to test whether a mask was given, write "
-                "`if mask is not None:`.")
+        return ("`if mask:` (or `t or default`, `t and ...`) asks whether a whole tensor is true; to test whether "
+                "a tensor was given, write `if mask is not None:` (and `t if t is not None else default`).")
     if "'tuple' object has no attribute" in text or "must be a torch.Tensor, got tuple" in text:
         return ("A function returned a tuple where you expected a tensor: scaled_dot_product_attention "
                 "returns (out, weights), so unpack it: `out, _ = scaled_dot_product_attention(...)`.")

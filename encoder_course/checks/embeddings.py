@@ -146,9 +146,13 @@ def _hint(exc: ExerciseError, cfg, ids) -> ExerciseError:
     elif pair == {length, cfg.max_len}:
         hint = (f"the whole position table (max_len = {cfg.max_len} rows) was added to a sequence of "
                 f"L = {length} tokens: take its first L rows, table[:L] with L = token_ids.shape[1].")
-    elif pair == {length, batch}:
+    elif pair == {length, batch} and "non-singleton dimension 1" in text:  # (B, d_model) met (B, L, d_model)
         hint = ("the position table was sliced with the batch size: token_ids is (B, L), so the length is "
                 "token_ids.shape[1], and table[:L] is (L, d_model).")
+    elif pair == {length, batch}:
+        hint = ("a size of B met a size of L: token_ids is (B, L), so the length is token_ids.shape[1], and the "
+                "positions added are table[:L], shaped (L, d_model) as they are (they broadcast over the batch; "
+                "no slice by the batch size, no unsqueeze in the middle).")
     elif "has no attribute 'position'" in text:
         hint = ("this config has sinusoidal positions: their table is the buffer self.sinusoids; self.position "
                 "exists only for learned positions. Branch on self.config.positions.")
@@ -214,10 +218,21 @@ def _position_probe(pair, cfg, label, ids) -> str:
         shown = ", ".join(f"position {p} gets row {j}" for p, j in list(enumerate(found))[:4])
         return (f"{_ZEROED}, your Embeddings adds the wrong rows of the position table: {shown} (the vector of row j "
                 "where row p belongs). The token at position p takes row p: table[:L].")
+    plain = table[:length].double()
+    if pair.ref.norm is not None:
+        with torch.no_grad():
+            twice = norm(norm(table[:length])).double()
+        if _close(got[0], twice, 2.0):
+            return (f"{_ZEROED} your output is the LayerNorm of the position rows applied twice: normalise the sum "
+                    "once, x = self.norm(x), then the dropout.")
+        if _close(got[0], plain, 2.0):
+            return (f"{_ZEROED} and no token_type_ids given, your output is the position rows without the LayerNorm: "
+                    "the norm (and type 0's vector, when there are token types) must be applied whether or not "
+                    "token_type_ids is given.")
     worst = float((got[0] - rows[:length]).abs().max())
     return (f"{_ZEROED} your output at each position is not the row of the position table it should be, nor any "
-            f"other row (up to {worst:.4g} away): the position vectors are changed before they are added. Add "
-            "table[:L] as it is.")
+            f"other row (up to {worst:.4g} away): the position vectors are changed before they are added, or what "
+            "follows them (the LayerNorm) changes them. Add table[:L] as it is and normalise the sum once.")
 
 
 @probe

@@ -99,22 +99,30 @@ def _curve_probe(pair, activation: str, label) -> str:
                 p = _sub(pair.name, fresh, path)
                 p.copy_(torch.eye(*p.shape) if p.dim() == 2 else torch.zeros_like(p))
         fresh.eval()
-        x = torch.linspace(-3.0, 3.0, 6 * d_model).reshape(1, 6, d_model)
+        x = torch.cat([torch.linspace(-3.0, 3.0, 6 * d_model - 4), torch.tensor([-100.0, -10.0, 10.0, 100.0])])
+        x = x.reshape(1, 6, d_model)  # (and a few large values, where a clamp or a saturation shows)
+        order = torch.randperm(x.numel(), generator=_gen(3))
         with torch.no_grad():
             got = pair.call(label, x, module=fresh).double()
+            moved = pair.call(label, x.reshape(-1)[order].reshape(x.shape), module=fresh).double()
     except ExerciseError:
         return ""
     want_name, xs = _NAMES[activation], x.double()
     act = _CURVES[want_name]
     if got.shape != x.shape or _close(got, act(xs), 2.0):
         return ""
+    if moved.shape == got.shape and not _close(moved, got.reshape(-1)[order].reshape(got.shape), 2.0):
+        return ("with w1 and w2 identity matrices and no biases, what your FeedForward makes of one value depends on "
+                "the others: the same values put in other places come out as other values. Something besides w1 "
+                "and w2 mixes the features or the positions (a mean, a norm, a softmax); the activation works on "
+                "each value by itself: w2(activation(w1(x))) and no more.")
     curves = {**_CURVES, f"x + {want_name}(x) (the input added back)": lambda t: t + act(t),
               f"{want_name} applied twice": lambda t: act(act(t))}
     found = [curve for curve, f in curves.items() if curve != want_name and _close(got, f(xs), 2.0)]
     inputs, flat, ref = xs.reshape(-1), got.reshape(-1), act(xs).reshape(-1)
     worst = int((flat - ref).abs().argmax())
-    at = sorted({int((inputs - point).abs().argmin()) for point in (-1.0, 1.0)} | {worst})
-    values = ", ".join(f"f({float(inputs[i]):.2g}) = {float(flat[i]):.4g} (not {float(ref[i]):.4g})" for i in at)
+    at = sorted({int((inputs - point).abs().argmin()) for point in (-1.0, 1.0, 3.0)} | {worst})
+    values = ", ".join(f"f({float(inputs[i]):.3g}) = {float(flat[i]):.4g} (not {float(ref[i]):.4g})" for i in at)
     big = ref.abs() > 1e-2 * float(ref.abs().max())
     ratio = flat[big] / ref[big]
     if not found and float(ratio.max() - ratio.min()) < 1e-4 * float(ratio.abs().max()):

@@ -41,7 +41,7 @@ def make_emb(kind):
     """The solution with one slip, chosen by ``kind``."""
     class Emb(ES):
         def forward(self, token_ids, token_type_ids=None):
-            cfg = self.config
+            cfg, given = self.config, token_type_ids is not None
             length = token_ids.shape[1]
             table = self.table()
             x = self.token(token_ids)
@@ -51,13 +51,14 @@ def make_emb(kind):
             pos = {"no_positions": 0.0, "position_zero": table[0], "from_one": table[1:length + 1],
                    "reversed": table[:length].flip(0), "by_token": self.position(token_ids)
                    if kind == "by_token" else None, "not_sliced": table,
-                   "by_batch": table[:token_ids.shape[0]]}.get(kind, table[:length])
+                   "by_batch": table[:token_ids.shape[0]], "unsqueezed": table[:length].unsqueeze(1)}.get(
+                       kind, table[:length])
             x = x + pos
             if kind == "norm_before_positions" and self.norm is not None:
                 x = self.norm(self.token(token_ids))
                 x = x + table[:length]
             if self.token_type is not None and kind != "no_types":
-                if token_type_ids is None and kind != "types_only_given":
+                if token_type_ids is None and kind not in ("types_only_given", "norm_only_with_types"):
                     token_type_ids = torch.zeros_like(token_ids)
                 if token_type_ids is not None:
                     table_of_types = self.token if kind == "types_from_token_table" else self.token_type
@@ -67,7 +68,10 @@ def make_emb(kind):
             if kind == "scale_all" and cfg.scale_embeddings:
                 x = (self.token(token_ids) + table[:length]
                      + (self.token_type(token_type_ids) if self.token_type is not None else 0)) * scale
-            if self.norm is not None and kind not in ("no_norm", "norm_before_types", "norm_before_positions"):
+            if self.norm is not None and kind not in ("no_norm", "norm_before_types", "norm_before_positions") \
+                    and (kind != "norm_only_with_types" or given):
+                x = self.norm(x)
+            if kind == "norm_twice" and self.norm is not None:
                 x = self.norm(x)
             return self.dropout(x)
 
@@ -92,6 +96,13 @@ wrong("emb-positions-not-sliced", C_EMB, "the whole table added, x + table",
       "the whole position table (max_len = 12 rows)")(make_emb("not_sliced"))
 wrong("emb-positions-by-batch", C_EMB, "table[:token_ids.shape[0]]", "sliced with the batch size")(
     make_emb("by_batch"))
+wrong("emb-positions-unsqueezed", C_EMB, "table[:L].unsqueeze(1): (L, 1, d) against (B, L, d)",
+      "a size of B met a size of L")(make_emb("unsqueezed"))
+wrong("emb-probe-norm-twice", C_EMB, "self.norm applied to the sum, then once more before the dropout",
+      "the LayerNorm of the position rows applied twice")(make_emb("norm_twice"))
+wrong("emb-probe-norm-only-with-types", C_EMB,
+      "the types and self.norm indented under `if token_type_ids is not None:`",
+      "must be applied whether or not token_type_ids is given")(make_emb("norm_only_with_types"))
 wrong("emb-no-scale", C_EMB, "no sqrt(d_model) when scale_embeddings=True",
       "are not multiplied by sqrt(d_model) = 4")(make_emb("no_scale"))
 wrong("emb-always-scale", C_EMB, "sqrt(d_model) whatever the config says",

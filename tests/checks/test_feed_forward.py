@@ -245,6 +245,21 @@ class FFEvalScaled(FB):
         return y if self.training else y * (1 - 0.1)
 
 
+@wrong("ff-probe-relu6", C_FF, "torch.clamp(h, 0, 6) (ReLU6) for activation='relu': right until h passes 6",
+       "f(100) = 6 (not 100)")
+class FFRelu6(FB):
+    def forward(self, x):
+        h = self.w1(x)
+        return self.w2(torch.clamp(h, 0, 6) if self.activation == "relu" else F.gelu(h))
+
+
+@wrong("ff-probe-norm-after", C_FF, "F.layer_norm on the output (as in the block)", "depends on the others")
+class FFNormAfter(FB):
+    def forward(self, x):
+        y = self.w2(self.act(self.w1(x)))
+        return F.layer_norm(y, y.shape[-1:])
+
+
 @wrong("ff-probe-w1-bias-subtracted", C_FF, "x @ W1^T - b1: w1's bias subtracted", "how w1's bias is used")
 class FFMinusB1(FB):
     def forward(self, x):
