@@ -38,7 +38,8 @@ def _padding_layout(shape: tuple, want: tuple) -> str:
                 "mask[:, None, None, :] gives (B, 1, 1, L).")
     if shape == (length, 1, 1, b):
         return ("the sequences and the positions are swapped: one row per sequence of token_ids as "
-                "given, (B, 1, 1, L), without transposing it (no .T).")
+                "given, (B, 1, 1, L), without transposing it (no .T), and with B, L = token_ids.shape in that "
+                "order.")
     if sorted(shape) == sorted(want) and shape[-1] == length:
         return "the batch axis comes first: (B, 1, 1, L), e.g. mask[:, None, None, :]."
     if sorted(shape) == sorted(want):
@@ -93,10 +94,17 @@ def _padding_probe(name, fn, label, got: torch.Tensor, ids: torch.Tensor, pad_id
     by_id = {}
     for token, keep in zip(ids.reshape(-1).tolist(), got.reshape(-1).tolist()):
         by_id.setdefault(token, set()).add(keep)
-    if all(len(v) == 1 for v in by_id.values()):
-        dropped = sorted(t for t, v in by_id.items() if v == {False})
-        return (f"your mask follows the ids, as it should, but marks the ids {dropped} as padding, and only "
-                f"{pad_id} is: token_ids != pad_id.")
+    flipped = _invoke(name, f"{label}, with each sequence's ids in reverse order", fn, ids.flip(-1), pad_id)
+    follows = not (isinstance(flipped, torch.Tensor) and flipped.numel() == ids.numel()
+                   and not torch.equal(flipped.reshape(ids.shape).bool(), got.flip(-1)))
+    if all(len(v) == 1 for v in by_id.values()) and follows:
+        dropped = sorted(t for t, v in by_id.items() if v == {False} and t != pad_id)
+        pad_kept = by_id.get(pad_id) == {True}
+        return ("your mask follows the ids, as it should, but "
+                + (f"marks the ids {dropped} as padding" if dropped else "")
+                + (" and " if dropped and pad_kept else "")
+                + (f"marks pad_id={pad_id} itself as real" if pad_kept else "")
+                + f": only {pad_id} is padding, token_ids != pad_id.")
     want = ids != pad_id
     real_dropped, pads_kept = (want & ~got).nonzero().tolist(), (~want & got).nonzero().tolist()
     parts = []
@@ -107,8 +115,11 @@ def _padding_probe(name, fn, label, got: torch.Tensor, ids: torch.Tensor, pad_id
     if pads_kept:
         b, j = pads_kept[0]
         parts.append(f"{len(pads_kept)} pad(s) marked as real (the first: sequence {b}, position {j})")
-    return ("the same id gets True in one place and False in another, so your mask depends on more than the id: "
-            + " and ".join(parts) + ". Compare each id with pad_id, token_ids != pad_id, wherever it sits.")
+    how = ("the same id gets True in one place and False in another" if not all(len(v) == 1 for v in by_id.values())
+           else "with each sequence's ids in reverse order your mask is not the same mask reversed")
+    return (f"{how}, so your mask depends on where an id sits, not only on the id: " + " and ".join(parts)
+            + ". Compare each id with pad_id, token_ids != pad_id, wherever it sits (padding may come at the end, "
+            "at the start, or both).")
 
 
 @_checker("padding_mask")
@@ -268,6 +279,10 @@ def _window_rules(length: int, window: int, odd_passed: bool) -> list:
     whole = [(off.abs() <= window, "<="), (off.abs() < window, "<")]
     lopsided = [((off <= up) & (off >= -half), up, half), ((off >= -up) & (off <= half), half, up)]
     return [
+        # First: a band of the same width would have failed the cases before, where it is not all True.
+        (torch.ones(length, length, dtype=torch.bool),
+         f"every query may attend to every key: the window is not applied ({both}). If it is a shortcut for windows "
+         "that cover the sequence, its bound is window // 2 >= length - 1, not window >= length."),
         (off.abs() > half, "it is inverted: True marks the keys outside the window. True means 'may attend': True "
                            "where |i - j| <= window // 2."),
         (off.abs() < half, fewer),
@@ -276,7 +291,8 @@ def _window_rules(length: int, window: int, odd_passed: bool) -> list:
         *[(rule, f"the whole window on either side (|i - j| {op} window): the window is shared between the two "
                  f"sides, window // 2 each; {both}.") for rule, op in whole],
         ((off >= 0) & (off <= half), "one-sided, like a causal mask: each query sees only itself and the keys "
-                                     f"before it (i - {half} to i). {ways}"),
+                                     f"before it (i - {half} to i). {ways} (A slice mask[i, i - {half}:i + {half}] "
+                                     f"stops before its end: i + {half} + 1.)"),
         ((off >= 0) & (off < window), "one-sided, like a causal mask of width window (the keys i - window + 1 to i, "
                                       f"Mistral's sliding window). {ways}"),
         ((off >= 0) & (off <= window), "one-sided, like a causal mask: each query sees only itself and the keys "
@@ -288,8 +304,6 @@ def _window_rules(length: int, window: int, odd_passed: bool) -> list:
         *[(rule, f"the band is lopsided: {back} keys back and {ahead} ahead. In Python -window // 2 is (-window) "
                  f"// 2, which rounds down (-{window} // 2 = {-up}): write -(window // 2).")
           for rule, back, ahead in lopsided],
-        (torch.ones(length, length, dtype=torch.bool),
-         f"every query may attend to every key: the window is not applied ({both})."),
     ]
 
 

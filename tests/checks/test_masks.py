@@ -187,6 +187,23 @@ wrong("pm-probe-last-row-for-all", C_PM, "every sequence given the last sequence
     lambda ids, pad_id: (ids[-1:] != pad_id).expand_as(ids)[:, None, None, :])
 wrong("pm-probe-pad-zero-literal", C_PM, "ids != 0 and ids != pad_id: 0 dropped as if always padding",
       "yours marks the ids [0] as padding")(lambda ids, pad_id: ((ids != pad_id) & (ids != 0))[:, None, None, :])
+
+
+def pm_until_first_pad(ids, pad_id):
+    """Python loops: True until each row's first pad, then break."""
+    mask = torch.zeros_like(ids, dtype=torch.bool)
+    for b in range(ids.shape[0]):
+        for j in range(ids.shape[1]):
+            if ids[b, j] == pad_id:
+                break
+            mask[b, j] = True
+    return mask[:, None, None, :]
+
+
+wrong("pm-probe-until-first-pad", C_PM, "loops that stop at each row's first pad (assumes right padding)",
+      "your mask depends on where an id sits")(pm_until_first_pad)
+wrong("pm-probe-cumsum", C_PM, "(ids != pad).cumsum(-1).bool(): True from the first real token on",
+      "your mask depends on where an id sits")(lambda ids, pad_id: (ids != pad_id).cumsum(-1).bool()[:, None, None, :])
 wrong("cm-probe-window", C_CM, "a local window |i - j| <= 1 instead of the whole past",
       "may attend to keys 0-1, but it should be key 0 alone")(
     lambda L: (torch.arange(L)[:, None] - torch.arange(L)[None, :]).abs() <= 1)
@@ -354,6 +371,24 @@ def sw_floor(length, window, device=None):
        "the window is not applied")
 def sw_ones(length, window, device=None):
     return torch.ones(length, length, dtype=torch.bool, device=device)
+
+
+@wrong("sw-shortcut-bound", C_SW, "if window >= length: all True (the right bound is window // 2 >= length - 1)",
+       "its bound is window // 2 >= length - 1")
+def sw_shortcut(length, window, device=None):
+    if window >= length:
+        return torch.ones(length, length, dtype=torch.bool, device=device)
+    i = torch.arange(length, device=device)
+    return (i[:, None] - i[None, :]).abs() <= window // 2
+
+
+@wrong("sw-loop-slice-end", C_SW, "a loop, mask[i, max(0, i - h):i + h] = True: each slice one key short",
+       "stops before its end")
+def sw_loop(length, window, device=None):
+    h, mask = window // 2, torch.zeros(length, length, dtype=torch.bool, device=device)
+    for i in range(length):
+        mask[i, max(0, i - h):i + h] = True
+    return mask
 
 
 @wrong("sw-arange-window", C_SW, "i = torch.arange(window): the table sized by the window",
