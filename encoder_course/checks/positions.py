@@ -270,8 +270,12 @@ _ROTARY_MISTAKES = [
     ("the frequencies are tiled (torch.cat([freq, freq]): f0, f1, ..., f0, f1, ...) where each is needed twice in "
      "a row (f0, f0, f1, f1, ...): features 2i and 2i+1 share frequency i, e.g. freq.repeat_interleave(2), or work "
      "on x[..., 0::2] and x[..., 1::2] with the (L, d/2) angles.", _rt_slip(tiled=True)),
-    ("it ignores the positions it is given and uses 0, 1, 2, ... always: row j turns by positions[j] * "
-     "base^(-2i/d); torch.arange(L) is only for when positions is None.", _rt_slip(own_positions=False)),
+    ("it ignores the positions it is given and uses 0, 1, 2, ... always (or shifts them to start at 0): row j "
+     "turns by positions[j] * base^(-2i/d), the positions as given; torch.arange(L) is only for when positions is "
+     "None.", _rt_slip(own_positions=False)),
+    ("the frequencies are e^(-2i/d * log10(base)): math.log10 where the natural log belongs, so the base is "
+     "e^log10(base) (e^4 = 54.6 for 10000). base^(-2i/d) = exp(-2i/d * math.log(base)).",
+     lambda x, p, b: {"out": _rotary(x, p, math.exp(math.log10(b)))}),
     ("the positions are off by one (counted from 1): the first row is position 0, turned by angle 0 (left as "
      "it is); torch.arange(L) counts 0, 1, 2, ... and given positions are used as they are.", _rt_slip(shift=1)),
     ("it ignores the base argument and always uses 10000: the frequencies are base^(-2i/d) with the base "

@@ -496,6 +496,18 @@ def rt_ignore_positions(x, positions=None, base=10000.0):
     return _turn(x, _angles(x, None, base))
 
 
+@wrong("rt-positions-rebased", C_RT, "positions - positions[0]: the given positions shifted to start at 0",
+       "or shifts them to start at 0")
+def rt_rebased(x, positions=None, base=10000.0):
+    return _turn(x, _angles(x, None if positions is None else positions - positions[0], base))
+
+
+@wrong("rt-log10", C_RT, "inv_freq = exp(-arange(0, d, 2) / d * math.log10(base)): log10, not the natural log",
+       "math.log10 where the natural log belongs")
+def rt_log10(x, positions=None, base=10000.0):
+    return _turn(x, _angles(x, positions, math.exp(math.log10(base))))
+
+
 @wrong("rt-from-one", C_RT, "positions torch.arange(1, L + 1) by default", "off by one")
 def rt_from_one(x, positions=None, base=10000.0):
     if positions is None:
