@@ -129,6 +129,31 @@ def _depth_probe(pair, label, ids, mask, types) -> str:
     return ""
 
 
+def _first_input_probe(pair, label, ids, mask, types) -> str:
+    """What reaches the first layer against what the embeddings give (caught by a hook on ``layers[0]``)."""
+    seen = []
+    try:
+        first = _sub(pair.name, pair.cand, "layers.0")
+        hook = first.register_forward_pre_hook(lambda module, args: seen.append(args[0] if args else None))
+        try:
+            with torch.no_grad():
+                pair.call(label, ids, mask, types)
+                want = pair.ref.embeddings(ids, types)
+        finally:
+            hook.remove()
+    except (ExerciseError, AttributeError):
+        return ""
+    got = seen[0] if seen else None
+    if not isinstance(got, torch.Tensor) or got.shape != want.shape or _close(got, want, 3.0):
+        return ""
+    g, w = got.detach().double(), want.detach().double()
+    c = float((g * w).sum() / (w * w).sum())
+    scaled = f": it is {c:.4g} times it" if _close(g, c * w, 3.0) else ""
+    return ("what reaches the first layer is not the embeddings' output, self.embeddings(token_ids, token_type_ids)"
+            f"{scaled}. The embeddings already do their scaling, positions and norm: pass their output to the first "
+            "layer as it is.")
+
+
 def _attention_off(n_layers: int):
     """With every layer's attention giving zeros, the mask no longer matters: right then means the mask is wrong."""
     off = {f"layers.{i}.attn.w_o.{p}": 0.0 for i in range(n_layers) for p in ("weight", "bias")}
@@ -242,7 +267,8 @@ def check_encoder_stack(cls):
                                  "the next.\nHint: the stack needs no dropout of its own (the embeddings and the "
                                  "layers have theirs); do not store results on self inside forward.",
                     random_hint="this stack was built with dropout=0.0, so nothing in it may be random.",
-                    probes=[functools.partial(_depth_probe, pair, label, ids, mask, types),
+                    probes=[functools.partial(_first_input_probe, pair, label, ids, mask, types),
+                            functools.partial(_depth_probe, pair, label, ids, mask, types),
                             pair.settings_probe(label, (ids, mask, types), _attention_off(cfg.n_layers), 3.0),
                             functools.partial(_one_layer_probe, pair, cls, cfg, label, ids, mask, types),
                             pair.settings_probe(label, (ids, mask, types),

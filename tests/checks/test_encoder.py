@@ -228,6 +228,18 @@ class StackShort(StackRight):
         return x if self.final_norm is None else self.final_norm(x)
 
 
+@wrong("enc-probe-embeddings-scaled", C_ENC, "the embeddings' output times sqrt(d_model) again in the stack",
+       "what reaches the first layer is not the embeddings' output")
+class StackScaledTwice(StackRight):
+    def forward(self, token_ids, mask=None, token_type_ids=None):
+        x = self.embeddings(token_ids, token_type_ids) * self.config.d_model ** 0.5
+        if mask is not None and mask.dim() == 2:
+            mask = mask[:, None, None, :]
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x if self.final_norm is None else self.final_norm(x)
+
+
 @wrong("enc-probe-skips-first", C_ENC, "for layer in self.layers[1:]: the first block never runs",
        "your forward never uses it")
 class StackSkipsFirst(StackRight):
