@@ -129,6 +129,10 @@ def _error_hint(exc: BaseException, name: str = "", masks=()) -> str:
     if "-100" in text and ("out of bounds" in text or "index" in text.lower()):
         return ("A padding position's label (-100, as in notebook 10's batches) was used as a class index: pick "
                 "the real tokens first, logits[mask] and labels[mask], then compute the loss on those.")
+    if re.search(r"Target -\d+ is out of bounds", text):
+        return ("A negative label reached F.cross_entropy as a class: it skips only labels equal to its "
+                "ignore_index, which is -100 unless you pass another (ignore_index=-1 for -1). Or leave the "
+                "padding out first: logits[mask] and labels[mask].")
     if "Expected target size" in text:
         return ("F.cross_entropy takes the classes on dim 1: (B, L, C) logits given as they are make L the "
                 "classes. Pick the real tokens, logits[mask] (N, C) and labels[mask] (N,), or pass "

@@ -82,6 +82,9 @@ _LOSS_MISTAKES = [
     ("F.nll_loss gets probabilities (softmax) instead of log-probabilities: use log_softmax, or "
      "F.cross_entropy on the logits.",
      _slip(lambda per, keep, lo, la: _mean(-_picked(torch.softmax(lo, dim=-1), la), keep))),
+    ("the softmax runs over the positions (dim=1), not the classes: log_softmax(logits, dim=-1) (the last "
+     "dimension, C), then pick each token's label, or F.cross_entropy(logits[mask], labels[mask]).",
+     _slip(lambda per, keep, lo, la: _mean(-_picked(torch.log_softmax(lo, dim=1), la), keep))),
     ("cross_entropy runs over the wrong axis: it takes the classes on dim 1, so (B, L, C) logits given as they "
      "are make the positions the classes. Pick the real tokens, logits[mask] (N, C) and labels[mask] (N,), or "
      "pass logits.transpose(1, 2) (B, C, L).",
@@ -135,7 +138,13 @@ def _loss_probe(name, fn, label, logits, labels, mask) -> str:
             return ("your loss is not finite here: log(softmax(x)) underflows to log(0) = -inf when one logit is "
                     "far above another. Use F.log_softmax or F.cross_entropy, which compute it "
                     "stably.")
-        (grad,) = torch.autograd.grad(loss.sum(), x)
+        try:
+            (grad,) = torch.autograd.grad(loss.sum(), x)
+        except RuntimeError as exc:
+            if "floor_divide" in str(exc):
+                return ("your loss uses floor division (//): it rounds the mean down to a whole number, and no "
+                        "gradient goes through it. Divide with /: sum / mask.sum().")
+            return ""
     b, length, classes = logits.shape
     padded = torch.cat([logits, torch.randn(b, 2, classes, generator=_gen(12), dtype=logits.dtype) * 3], dim=1)
     more = call(padded, torch.cat([labels, labels[:, :2]], dim=1),
@@ -151,6 +160,11 @@ def _loss_probe(name, fn, label, logits, labels, mask) -> str:
             and not bool((target[mask] == labels[mask]).all()):
         return ("each token is scored against the next token's label, as in next-token prediction; here every "
                 "token has its own label: logits[:, i] goes with labels[:, i], no shift.")
+    if not bool((target[mask] == labels[mask]).all()) \
+            and torch.equal(target[mask].sort().values, labels[mask].sort().values):
+        return ("your loss scores the real tokens against the right labels, but not each against its own: the "
+                "logits and the labels are paired in different orders. Select both with the same mask the same "
+                "way, logits[mask] (N, C) and labels[mask] (N,), with no transpose on one of them.")
     per_token = grad.abs().sum(dim=-1)  # (B, L)
     scale = float(per_token[mask].max()) if mask.any() else 0.0
     if scale == 0.0:
@@ -169,10 +183,17 @@ def _loss_probe(name, fn, label, logits, labels, mask) -> str:
         uniform = math.log(classes)
         if abs(float(flat) - uniform) > 1e-4 * uniform:
             ratio = float(flat) / uniform
+            again = float(loss) / float(_loss(logits, labels, mask)["out"])  # the same factor on these logits?
+            factor = abs(again - ratio) < 1e-3 * abs(ratio)
             return (f"with every logit equal each token's cross-entropy is exactly log C = log {classes} = "
                     f"{uniform:.5g}, so the mean is {uniform:.5g}; yours gives {float(flat):.5g}"
-                    + (f", {ratio:.4g} times it: a factor is wrong (a sum where the mean belongs, or a scale)."
-                       if ratio > 0 else ".") + " The loss is the plain mean over the real tokens.")
+                    + (": the sign is flipped. The cross-entropy is minus the mean log-probability of the labels, "
+                       "-log_softmax(logits)[label], which is positive." if factor and abs(ratio + 1) < 1e-3 else
+                       f", {ratio:.4g} times it: a factor is wrong (a sum where the mean belongs, or a scale). The "
+                       "loss is the plain mean over the real tokens." if factor and ratio > 0 else
+                       ", and no one factor explains your loss here and on the other logits: it is not the "
+                       "cross-entropy of the labels. Each token's loss is -log softmax(logits)[label] over the C "
+                       "classes: F.cross_entropy(logits[mask], labels[mask])."))
         if float(sure) > 1e-3:
             return (f"with each label's logit 40 above the others, every token is predicted right and sure, and "
                     f"the cross-entropy is almost 0; yours gives {float(sure):.4g}. Something besides -log p(label) "
@@ -181,11 +202,16 @@ def _loss_probe(name, fn, label, logits, labels, mask) -> str:
     if dropped.any():
         zero = {int(c) for c in labels[dropped].tolist()} == {0}
         count = int(dropped.sum())
+        tenth = call(logits / 10, labels, mask)  # right on logits ten times smaller: large ones are cut off
+        cut = not zero and number(tenth) and _close(tenth.detach(), _loss(logits / 10, labels, mask)["out"])
         return (f"{count} of the {int(mask.sum())} real tokens {'does' if count == 1 else 'do'} not count in your "
                 "loss (no gradient reaches their logits)"
                 + (f": {'it is' if count == 1 else 'all of them'} labelled 0. Class 0 is a real class here; "
                    "ignore_index=0 (or labels > 0) drops it. Select the tokens with the mask, not by their label."
                    if zero else
+                   ", and on the same logits ten times smaller your loss is right: something cuts large logits "
+                   "off (a clamp?). Cross-entropy needs no clamp: F.cross_entropy and F.log_softmax are stable for "
+                   "any logits." if cut else
                    ". Every real token (mask True) counts, whatever its label."))
     return ""
 

@@ -112,6 +112,29 @@ wrong("ml-probe-doubled", C_ML, "the mean cross-entropy times 2", "2 times it: a
 wrong("ml-probe-label-smoothing", C_ML, "F.cross_entropy(..., label_smoothing=0.1)", "Something besides -log p(label)")(
     lambda logits, labels, mask: F.cross_entropy(logits[mask], labels[mask], label_smoothing=0.1))
 
+wrong("ml-probe-floor-division", C_ML, "(per * mask).sum() // mask.sum(): the mean rounded down",
+      "your loss uses floor division")(
+    lambda logits, labels, mask: (per_token(logits, labels) * mask).sum() // mask.sum())
+wrong("ml-probe-sign", C_ML, "the mean log-probability of the labels: the minus sign forgotten",
+      "the sign is flipped")(lambda logits, labels, mask: -F.cross_entropy(logits[mask], labels[mask]))
+wrong("ml-probe-bce", C_ML, "binary cross-entropy with logits against one-hot labels",
+      "it is not the cross-entropy of the labels")(
+    lambda logits, labels, mask: F.binary_cross_entropy_with_logits(
+        logits[mask], F.one_hot(labels[mask], logits.shape[-1]).to(logits.dtype)))
+wrong("ml-probe-pairs-transposed", C_ML, "logits.transpose(0, 1)[mask.T] against labels[mask]: orders differ",
+      "paired in different orders")(
+    lambda logits, labels, mask: F.cross_entropy(logits.transpose(0, 1)[mask.T], labels[mask]))
+wrong("ml-probe-clamped", C_ML, "logits.clamp(-50, 50) 'for stability' before cross_entropy",
+      "something cuts large logits off")(
+    lambda logits, labels, mask: F.cross_entropy(logits[mask].clamp(-50, 50), labels[mask]))
+wrong("ml-softmax-positions", C_ML, "log_softmax(logits, dim=1): over the positions, then each label picked",
+      "the softmax runs over the positions")(
+    lambda logits, labels, mask: -(torch.log_softmax(logits, dim=1).gather(
+        -1, labels.clamp(min=0)[..., None])[..., 0][mask]).mean())
+wrong("ml-minus-one-labels", C_ML, "pads relabelled -1, as if -1 were cross_entropy's default ignore_index",
+      "which is -100 unless you pass another")(
+    lambda logits, labels, mask: F.cross_entropy(logits.transpose(1, 2), labels.masked_fill(~mask, -1)))
+
 
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
