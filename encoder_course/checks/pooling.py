@@ -86,6 +86,10 @@ def _probe(name, fn, label, hidden, mask) -> str:
             return ("it is right when the real tokens come first and the padding at the end, and wrong when "
                     "the padding is at the start or in the middle: it takes the first mask.sum() tokens. Use the "
                     "mask itself, position by position (hidden * mask[..., None]), not the count alone.")
+    if int(real.sum()) > 1 and bool((base[real] == base[real][:1]).all()):
+        return ("every sequence gets the same vector from you, but each sequence has its own mean: the mean runs "
+                "over the whole batch at once (hidden[mask].mean(0)?). Average each sequence over its own real "
+                "tokens: sum over dim=1, divided by mask.sum(dim=1, keepdim=True).")
     noisy = hidden.masked_fill(~mask[..., None], 0.0) + (~mask[..., None]) * 1e3
     moved = pooled(noisy, mask, "with the vectors at the padding set to 1000")
     if moved is not None and not _close(moved[real], base[real]):
@@ -107,7 +111,15 @@ def _probe(name, fn, label, hidden, mask) -> str:
                 return (f"your result is each sequence's masked sum divided by {float(divisor[0]):.4g} for every "
                         "sequence, but each has its own number of real tokens: divide by mask.sum(dim=1, "
                         "keepdim=True).")
+            if float((divisor - counts.sqrt()).abs().max()) < 1e-3:
+                return ("your result is each sequence's masked sum divided by the square root of its number of real "
+                        "tokens (sentence-transformers' mean_sqrt_len_tokens pooling): the mean divides by the count "
+                        "itself, mask.sum(dim=1, keepdim=True).")
             ratio = divisor / counts
+            if float((ratio - 1).abs().max()) < 1e-2:
+                return ("your result is the mean of the real tokens to about 3 digits only: it is computed in a "
+                        "lower precision (float16 or bfloat16) somewhere, or rounded. Keep hidden's dtype all the "
+                        "way (mask.to(hidden.dtype), no .half()).")
             if float(ratio.max() - ratio.min()) < 1e-3:
                 return (f"your result is each sequence's mean times {1 / float(ratio[0]):.4g}: the pattern is right, a "
                         "factor is wrong. Divide the masked sum by the count, nothing more.")

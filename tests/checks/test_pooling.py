@@ -88,6 +88,14 @@ wrong("mp-probe-count-plus-one", C_MP, "the masked sum over the count + 1", "div
     lambda hidden, mask: (hidden * mask[..., None]).sum(1) / (mask.sum(1, keepdim=True) + 1))
 wrong("mp-probe-halved", C_MP, "the mean halved", "each sequence's mean times 0.5")(
     lambda hidden, mask: 0.5 * (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True).clamp(min=1))
+wrong("mp-probe-sqrt-count", C_MP, "the masked sum over sqrt(count) (mean_sqrt_len_tokens)",
+      "divided by the square root of its number of real tokens")(
+    lambda h, m: (h * m[..., None]).sum(1) / m.sum(1, keepdim=True).clamp(min=1).sqrt())
+wrong("mp-probe-half-precision", C_MP, "computed in float16 'to save memory', cast back",
+      "to about 3 digits only")(
+    lambda h, m: ((h.half() * m[..., None].half()).sum(1) / m[..., None].half().sum(1).clamp(min=1)).to(h.dtype))
+wrong("mp-probe-whole-batch", C_MP, "hidden[mask].mean(0) expanded to (B, d): one mean for the whole batch",
+      "every sequence gets the same vector")(lambda h, m: h[m].mean(0).expand(h.shape[0], -1))
 wrong("mp-probe-unit-length", C_MP, "the mean normalised to length 1 (F.normalize)", "normalised after the mean")(
     lambda hidden, mask: torch.nn.functional.normalize(
         (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True).clamp(min=1), dim=-1))
