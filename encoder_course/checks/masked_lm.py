@@ -260,8 +260,10 @@ _SPLIT_MISTAKES = [
      "90 % became mask_id and none a random id: the random replacement is missing, or it puts mask_id too (a random "
      "id is torch.randint(vocab_size, ...), not mask_id)."),
     ((0.8, 0.0, 0.2),
-     "none became a random id (80 % mask_id, 20 % as they were): the random ids never reach inputs. masked_fill and "
-     "torch.where return a new tensor: assign the result, inputs = torch.where(...)."),
+     "none became a random id (80 % mask_id, 20 % as they were): the random ids never reach inputs. Either a result "
+     "is not assigned (masked_fill and torch.where return a new tensor: inputs = torch.where(...)), or a later step "
+     "writes mask_id over them: give each replacement its own range of one draw, r < 0.8 mask_id, 0.8 <= r < 0.9 a "
+     "random id."),
     ((0.8, 0.2, 0.0),
      "none stayed as it was: 10 % of the chosen keep their id (and are predicted all the same), 10 % get a random id."),
     ((0.9, 0.1, 0.0),
@@ -281,7 +283,8 @@ _SPLIT_MISTAKES = [
      "bernoulli(0.5) there); a second draw below 0.1 picks only a tenth of those 20 %."),
     ((0.72, 0.1, 0.18),
      "72 % became mask_id, 10 % a random id and 18 % stayed: the random ids overwrite some of the mask_id tokens, "
-     "because two independent draws (one below 0.8, the other below 0.1) overlap. Split one number per token: "
+     "because the two ranges overlap (two independent draws, one below 0.8 and the other below 0.1, or one draw "
+     "compared with both). Split one number per token into ranges that do not overlap: "
      "r < 0.8 mask_id, 0.8 <= r < 0.9 a random id, the rest kept."),
 ]
 
@@ -338,11 +341,18 @@ def _check_random_ids(name, case: _Case, inputs, chosen):
         batch = set(case.token_ids.unique().tolist())
         spans = _spans(missing)
         many = len(missing) > 1
-        if set(unique.tolist()) <= batch and not set(missing) <= batch:
+        if set(unique.tolist()) <= batch and set(missing).isdisjoint(batch):
             raise ExerciseError(
                 f"{said}, every one is an id that occurs in the batch: id{'s' if many else ''} {spans} never "
                 f"appear{'' if many else 's'}, though the vocabulary has {v} ids. The random ids come from the whole "
                 f"vocabulary, not from the batch's tokens.\nHint: {_HINT_RANDOM}")
+        top = int(unique.max()) if n else v - 1
+        if len(missing) > 1 and set(missing) == set(range(top + 1, v)) - {mask_id}:
+            raise ExerciseError(
+                f"{said}, none is above {top}, though the vocabulary goes up to {v - 1}: the upper bound of "
+                f"torch.randint is {top + 1}" + (", mask_id, where vocab_size belongs" if top + 1 == mask_id else
+                                                ", a fixed number where vocab_size belongs")
+                + f" (torch.randint(high, ...) draws 0 .. high - 1).\nHint: {_HINT_RANDOM}")
         if missing == [v - 1]:
             raise ExerciseError(
                 f"{said}, none is vocab_size - 1 = {v - 1}, the last id (about {expected[v - 1]:.0f} were "

@@ -286,6 +286,26 @@ wrong("mt-random-fixed-id", C_MT, "the 'random' ones all get id 1 ([UNK])", "the
     with_random_ids(lambda ids, v, g: torch.ones_like(ids)))
 wrong("mt-random-once", C_MT, "one random id drawn for the whole batch, torch.randint(vocab_size, (1,))",
       "drawn once for the whole batch")(with_random_ids(lambda ids, v, g: torch.randint(v, (1,), generator=g)))
+def mt_random_below_mask_id(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+    """torch.randint(mask_id, ...): mask_id typed where vocab_size belongs."""
+    return with_random_ids(lambda ids, v, g: torch.randint(mask_id, ids.shape, generator=g))(
+        token_ids, maskable, mask_id, vocab_size, generator, p)
+
+
+wrong("mt-random-below-mask-id", C_MT, "torch.randint(mask_id, ...): mask_id typed where vocab_size belongs",
+      "mask_id, where vocab_size belongs")(mt_random_below_mask_id)
+
+
+def mt_mask_over_random(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+    """Random ids where r < 0.1 first, then mask_id where r < 0.8 on top: every random id is overwritten."""
+    chosen = choose(token_ids, maskable, generator, p)
+    r = torch.rand(token_ids.shape, generator=generator)
+    inputs = torch.where(chosen & (r < 0.1), torch.randint(vocab_size, token_ids.shape, generator=generator), token_ids)
+    return inputs.masked_fill(chosen & (r < 0.8), mask_id), chosen
+
+
+wrong("mt-mask-over-random", C_MT, "random ids for r < 0.1, then mask_id for r < 0.8 on top (the same r)",
+      "or a later step writes mask_id over them")(mt_mask_over_random)
 wrong("mt-random-from-batch", C_MT, "the random ids taken from the batch itself (its tokens shuffled)",
       "every one is an id that occurs in the batch")(
     with_random_ids(lambda ids, v, g: ids.flatten()[torch.randperm(ids.numel(), generator=g)].view(ids.shape)))
