@@ -133,6 +133,11 @@ def _error_hint(exc: BaseException, name: str = "", masks=()) -> str:
         return ("A negative label reached F.cross_entropy as a class: it skips only labels equal to its "
                 "ignore_index, which is -100 unless you pass another (ignore_index=-1 for -1). Or leave the "
                 "padding out first: logits[mask] and labels[mask].")
+    batch = re.search(r"Expected input batch_size \((\d+)\) to match target batch_size \((\d+)\)", text)
+    if batch:
+        return (f"F.cross_entropy got {batch.group(1)} rows of scores and {batch.group(2)} labels: make the labels "
+                "from the scores' own size (torch.arange(scores.shape[0]), or the mask that picks the rows), never "
+                "from a fixed number.")
     if "Expected target size" in text:
         return ("F.cross_entropy takes the classes on dim 1: (B, L, C) logits given as they are make L the "
                 "classes. Pick the real tokens, logits[mask] (N, C) and labels[mask] (N,), or pass "

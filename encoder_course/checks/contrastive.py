@@ -9,7 +9,8 @@ Compared with that loss (computed in float64) with the scale left at its default
 50 (a fixed 20 is named), without and with extra negatives, a batch of one query, vectors of very
 different lengths (10^2 to 10^4) and tiny ones (about 0.001) (the cosine ignores lengths, so plain dot
 products are caught), float64 (its dtype kept), and last a batch whose positives point away from their
-queries at scale 100, where ``log(softmax(...))`` underflows to ``-inf`` in float32. The gradients must
+queries at scale 150 (above CLIP's cap of 100, which the exercise does not have), where
+``log(softmax(...))`` underflows to ``-inf`` in float32. The gradients must
 reach both inputs, and neither input may change in place.
 
 A wrong loss is compared with the usual slips (``_MISTAKES``); when none fits, probes
@@ -149,7 +150,7 @@ def _cases():
         ("for float64 queries (3, 8) and passages (5, 8), scale=20.0",
          *[x.double() for x in _pairs(_gen(42), 3, 8, 2, 1.5)], 20.0),
         ("for positives that point away from their queries (cosine -1), queries (3, 8) and passages (5, 8), "
-         "scale=100.0 (a large loss, about 2 * scale)", away, torch.cat([-0.5 * away, _randn(g, 2, 8)]), 100.0),
+         "scale=150.0 (a large loss, about 2 * scale)", away, torch.cat([-0.5 * away, _randn(g, 2, 8)]), 150.0),
     ]
 
 
@@ -242,6 +243,22 @@ def _not_finite(name, ask, label, q, p, got, want) -> str:
             f"0 / 0 (a length of 0 divided by itself) or inf - inf (a whole row of -inf scores). {_HINT}")
 
 
+def _fitted_scale(q, p, got: float) -> float | None:
+    """The scale at which the right loss equals ``got``, if one between 0.1 and 1000 does (the loss falls or rises
+    with the scale: searched on a grid, then narrowed down)."""
+    grid = [10 ** e for e in torch.linspace(-1, 3, 161).tolist()]
+    losses = [float(_loss(q, p, c)["out"]) for c in grid]
+    for (a, la), (b, lb) in zip(zip(grid, losses), zip(grid[1:], losses[1:])):
+        if (la - got) * (lb - got) <= 0 and la != lb:
+            for _ in range(50):
+                mid = (a + b) / 2
+                lm = float(_loss(q, p, mid)["out"])
+                a, la, b = (mid, lm, b) if (la - got) * (lm - got) > 0 else (a, la, mid)
+            c = (a + b) / 2
+            return c if _same(float(_loss(q, p, c)["out"]), got) else None
+    return None
+
+
 def _verdict(name, fn, label, q, p, scale, got, want) -> str:
     """The learner-facing message for a loss that differs from the right one (``scale``: None when left out)."""
     ask = _asker(name, fn, label)
@@ -262,6 +279,16 @@ def _verdict(name, fn, label, q, p, scale, got, want) -> str:
     found = _probe(ask, q, p, used, float(got), float(want))
     if found:
         return f"Your {name} is not right yet {label}: {found}\nHint: {_HINT}"
+    other = _fitted_scale(q, p, float(got))
+    if other is not None:  # one number fits some scale: the same scale must fit other vectors too
+        q2, p2 = q + 0.5 * _randn(_gen(44), *q.shape).to(q.dtype), p + 0.5 * _randn(_gen(45), *p.shape).to(p.dtype)
+        again = ask(q2, p2, used, "with other vectors")
+        second = None if again is None else _fitted_scale(q2, p2, again)
+        other = other if second is not None and abs(second - other) < 1e-3 * other else None
+    if other is not None and abs(other - used) > 1e-3 * used:
+        return (f"Your {name} is not right yet {label} ({measured}): yours is the right loss at scale={other:.4g}, "
+                f"not at the scale={used:g} it is given: is the scale capped, rounded or changed somewhere? The "
+                f"cosines are multiplied by scale as it is.\nHint: {_HINT}")
     return (f"Your {name} is not the in-batch cross-entropy {label}: {measured}, and no usual slip explains the "
             f"difference.\nHint: {_HINT}")
 

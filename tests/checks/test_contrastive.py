@@ -242,6 +242,15 @@ wrong("cl-probe-nll-of-probabilities", C_CL, "F.nll_loss on softmax probabilitie
                                                      labels(queries)))
 
 
+wrong("cl-scale-capped", C_CL, "scale = min(scale, 100.0), as CLIP caps its logit scale", "is the scale capped")(
+    lambda queries, passages, scale=20.0: F.cross_entropy(
+        F.normalize(queries, dim=-1) @ F.normalize(passages, dim=-1).T * min(scale, 100.0),
+        torch.arange(queries.shape[0])))
+wrong("cl-labels-fixed-4", C_CL, "labels torch.arange(4): the first batch's size", "make the labels from the scores' own size")(
+    lambda queries, passages, scale=20.0: F.cross_entropy(
+        F.normalize(queries, dim=-1) @ F.normalize(passages, dim=-1).T * scale, torch.arange(4)))
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
