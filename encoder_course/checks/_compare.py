@@ -169,8 +169,13 @@ def _permuted(g: torch.Tensor, w: torch.Tensor, bad: torch.Tensor, dim: int, axi
         return ""
     shown = "; ".join(f"your {axis} {i} holds the reference's {axis} {j}" for i, j in list(moved.items())[:3])
     if sorted(moved) == sorted(moved.values()):
-        return f"your result has the right {axis}s in the wrong order ({shown})"
-    return f"some {axis}s of yours hold the values of another {axis} ({shown})"
+        return f"your result has the right {_plural(axis)} in the wrong order ({shown})"
+    return f"some {_plural(axis)} of yours hold the values of another {axis} ({shown})"
+
+
+def _plural(word: str) -> str:
+    """query -> queries, position -> positions."""
+    return word[:-1] + "ies" if word.endswith("y") and word[-2:-1] not in "aeiou" else word + "s"
 
 
 def _describe(got: torch.Tensor, want: torch.Tensor, axes=(), factor: float = 1.0) -> str:
@@ -213,8 +218,8 @@ def _describe(got: torch.Tensor, want: torch.Tensor, axes=(), factor: float = 1.
         if 0 < len(wrong) < n:
             right = [i for i in range(n) if i not in wrong]
             many, rest = len(wrong) > 1, len(right) > 1
-            where.append(f"{axis}{'s' if many else ''} {_spans(wrong)} of {n} differ{'' if many else 's'} "
-                         f"({axis}{'s' if rest else ''} {_spans(right)} {'are' if rest else 'is'} right)")
+            where.append(f"{_plural(axis) if many else axis} {_spans(wrong)} of {n} differ{'' if many else 's'} "
+                         f"({_plural(axis) if rest else axis} {_spans(right)} {'are' if rest else 'is'} right)")
     count = int(bad.sum())
     share = f"{count} of {bad.numel()} values are wrong"
     if where:

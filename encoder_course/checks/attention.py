@@ -231,13 +231,21 @@ def _values_probe(name, fn, label, q, k, v, mask, weights) -> str:
 
 
 @probe
-def _scale_probe(q, k, weights) -> str:
-    """One wrong constant c in the scale (no mask): the weights are softmax(q k^T / c), c fitted from them."""
-    if tuple(weights.shape) != scores_shape(q, k) or not torch.isfinite(weights).all() or (weights <= 0).any():
+def _scale_probe(q, k, weights, mask=None) -> str:
+    """One wrong constant c in the scale: the weights are softmax(q k^T / c) over the allowed keys, c fitted from
+    them (each row's logs and scores centred over its allowed keys)."""
+    shape = scores_shape(q, k)
+    if tuple(weights.shape) != shape or not torch.isfinite(weights).all():
         return ""
+    allowed = torch.ones(shape, dtype=torch.bool) if mask is None else torch.broadcast_to(mask, shape)
+    if (weights[allowed] <= 0).any() or (weights[~allowed] != 0).any():
+        return ""
+    keep = allowed.double()
+    count = keep.sum(-1, keepdim=True).clamp(min=1)
     raw = (q.double() @ k.double().transpose(-2, -1))
-    logs = torch.log(weights.double())
-    raw_c, logs_c = raw - raw.mean(-1, keepdim=True), logs - logs.mean(-1, keepdim=True)
+    logs = torch.log(weights.double().where(allowed, torch.ones((), dtype=torch.float64)))
+    raw_c = (raw - (raw * keep).sum(-1, keepdim=True) / count) * keep
+    logs_c = (logs - (logs * keep).sum(-1, keepdim=True) / count) * keep
     slope = float((raw_c * logs_c).sum() / (raw_c * raw_c).sum())  # 1 / c
     if slope <= 0 or float((logs_c - slope * raw_c).abs().max()) > 1e-4 * max(1.0, float(logs_c.abs().max())):
         return ""
@@ -359,7 +367,7 @@ def check_scaled_dot_product_attention(fn):
                 "same ones you multiply v with."
             )
         found = _first_match(bad, _ATTENTION_MISTAKES, q, k, v, mask) or (
-            _scale_probe(q, k, weights) if mask is None else "")
+            _scale_probe(q, k, weights, mask))
         if found:
             raise ExerciseError(f"Your {name} is not right yet {label}: {found}")
         if any(torch.isnan(t).any() for t in bad.values()):

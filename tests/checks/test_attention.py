@@ -301,6 +301,16 @@ def sdpa_isqrt(q, k, v, mask=None):
     return w @ v, w
 
 
+@wrong("sdpa-probe-sqrt-8", C_SDPA, "scores / math.sqrt(8): the d_k of notebook 02's example, written in",
+       "with c = 2.828, but c should be sqrt(d_k)")
+def sdpa_sqrt8(q, k, v, mask=None):
+    s = q @ k.transpose(-2, -1) / math.sqrt(8)
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf"))
+    w = s.softmax(-1)
+    return w @ v, w
+
+
 @wrong("sdpa-bool-index-fill", C_SDPA, "scores[~mask] = -inf (boolean indexing does not broadcast)",
        'scores[~mask] does not')
 def sdpa_index(q, k, v, mask=None):
