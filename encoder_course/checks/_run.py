@@ -133,6 +133,12 @@ def _error_hint(exc: BaseException, name: str = "", masks=()) -> str:
         return ("A negative label reached F.cross_entropy as a class: it skips only labels equal to its "
                 "ignore_index, which is -100 unless you pass another (ignore_index=-1 for -1). Or leave the "
                 "padding out first: logits[mask] and labels[mask].")
+    if re.search(r"(tril|triu).*at least 2 dimensions", text):
+        return ("torch.tril and torch.triu work on a matrix: build the (L, L) square first, torch.ones(L, L, "
+                "dtype=torch.bool), then take its triangle.")
+    if "token_type_ids must be an integer tensor, got dtype torch.bool" in text:
+        return ("A bool tensor (the mask?) reached the embeddings as token_type_ids: call "
+                "self.embeddings(token_ids, token_type_ids), and give the mask to the layers.")
     batch = re.search(r"Expected input batch_size \((\d+)\) to match target batch_size \((\d+)\)", text)
     if batch:
         return (f"F.cross_entropy got {batch.group(1)} rows of scores and {batch.group(2)} labels: make the labels "

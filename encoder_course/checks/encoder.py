@@ -154,6 +154,32 @@ def _first_input_probe(pair, label, ids, mask, types) -> str:
             "layer as it is.")
 
 
+def _final_probe(pair, label, ids, mask, types) -> str:
+    """Pre-LN: the output against what the last layer gave (a hook on it), with the final LayerNorm used otherwise."""
+    final = pair.ref.final_norm
+    if final is None:
+        return ""
+    seen = []
+    try:
+        last = _sub(pair.name, pair.cand, f"layers.{len(pair.ref.layers) - 1}")
+        hook = last.register_forward_hook(lambda module, args, out: seen.append(out))
+        try:
+            with torch.no_grad():
+                got = pair.call(label, ids, mask, types)
+        finally:
+            hook.remove()
+    except (ExerciseError, AttributeError):
+        return ""
+    h = seen[-1] if seen else None
+    if not isinstance(h, torch.Tensor) or h.shape != got.shape:
+        return ""
+    with torch.no_grad():
+        if _close(got, h + final(h), 3.0):
+            return ("your output is the last layer's output plus its final LayerNorm, x + self.final_norm(x): the "
+                    "final LayerNorm has no residual around it. A pre-LN stack ends with x = self.final_norm(x).")
+    return ""
+
+
 def _attention_off(n_layers: int):
     """With every layer's attention giving zeros, the mask no longer matters: right then means the mask is wrong."""
     off = {f"layers.{i}.attn.w_o.{p}": 0.0 for i in range(n_layers) for p in ("weight", "bias")}
@@ -272,7 +298,8 @@ def check_encoder_stack(cls):
                             pair.settings_probe(label, (ids, mask, types), _attention_off(cfg.n_layers), 3.0),
                             functools.partial(_one_layer_probe, pair, cls, cfg, label, ids, mask, types),
                             pair.settings_probe(label, (ids, mask, types),
-                                                _FINAL_NORM_PLAIN if pair.ref.final_norm is not None else [], 3.0)],
+                                                _FINAL_NORM_PLAIN if pair.ref.final_norm is not None else [], 3.0),
+                            functools.partial(_final_probe, pair, label, ids, mask, types)],
                     axes=("sequence", "position", "feature"))
         case, ids, mask, types = cases[1]
         pair.gradients(f"{desc}, {case}, in eval() mode", ids, mask, types)

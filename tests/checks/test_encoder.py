@@ -240,6 +240,30 @@ class StackScaledTwice(StackRight):
         return x if self.final_norm is None else self.final_norm(x)
 
 
+@wrong("enc-probe-final-residual", C_ENC, "pre-LN ends with x = x + self.final_norm(x)",
+       "the final LayerNorm has no residual around it")
+class StackFinalResidual(StackRight):
+    def forward(self, token_ids, mask=None, token_type_ids=None):
+        x = self.embeddings(token_ids, token_type_ids)
+        if mask is not None and mask.dim() == 2:
+            mask = mask[:, None, None, :]
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x if self.final_norm is None else x + self.final_norm(x)
+
+
+@wrong("enc-mask-as-types", C_ENC, "self.embeddings(token_ids, mask): the mask where token_type_ids go",
+       "reached the embeddings as token_type_ids")
+class StackMaskAsTypes(StackRight):
+    def forward(self, token_ids, mask=None, token_type_ids=None):
+        x = self.embeddings(token_ids, mask)
+        if mask is not None and mask.dim() == 2:
+            mask = mask[:, None, None, :]
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x if self.final_norm is None else self.final_norm(x)
+
+
 @wrong("enc-probe-skips-first", C_ENC, "for layer in self.layers[1:]: the first block never runs",
        "your forward never uses it")
 class StackSkipsFirst(StackRight):

@@ -204,6 +204,8 @@ wrong("pm-probe-until-first-pad", C_PM, "loops that stop at each row's first pad
       "your mask depends on where an id sits")(pm_until_first_pad)
 wrong("pm-probe-cumsum", C_PM, "(ids != pad).cumsum(-1).bool(): True from the first real token on",
       "your mask depends on where an id sits")(lambda ids, pad_id: (ids != pad_id).cumsum(-1).bool()[:, None, None, :])
+wrong("cm-1d-ones", C_CM, "torch.ones(L).tril(): a vector where the square belongs",
+      "torch.tril and torch.triu work on a matrix")(lambda L: torch.ones(L, dtype=torch.bool).tril())
 wrong("cm-probe-window", C_CM, "a local window |i - j| <= 1 instead of the whole past",
       "may attend to keys 0-1, but it should be key 0 alone")(
     lambda L: (torch.arange(L)[:, None] - torch.arange(L)[None, :]).abs() <= 1)
