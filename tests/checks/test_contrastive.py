@@ -246,7 +246,8 @@ wrong("cl-scale-capped", C_CL, "scale = min(scale, 100.0), as CLIP caps its logi
     lambda queries, passages, scale=20.0: F.cross_entropy(
         F.normalize(queries, dim=-1) @ F.normalize(passages, dim=-1).T * min(scale, 100.0),
         torch.arange(queries.shape[0])))
-wrong("cl-labels-fixed-4", C_CL, "labels torch.arange(4): the first batch's size", "make the labels from the scores' own size")(
+wrong("cl-labels-fixed-4", C_CL, "labels torch.arange(4): the first batch's size",
+      "make the labels from the scores' own size")(
     lambda queries, passages, scale=20.0: F.cross_entropy(
         F.normalize(queries, dim=-1) @ F.normalize(passages, dim=-1).T * scale, torch.arange(4)))
 
