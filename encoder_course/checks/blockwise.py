@@ -413,7 +413,18 @@ def check_online_softmax_attention(fn):
         # NaN in the output matches several listed slips alike: then the probe, which varies one thing, speaks first.
         named = functools.partial(_first_match, {"out": got}, _ONLINE_MISTAKES, q, k, v, mask, block)
         probed = functools.partial(_probe, name, fn, label, q, k, v, mask, block)
-        mistake = (named() or probed()) if torch.isfinite(got).all() else (probed() or named())
+        finite = bool(torch.isfinite(got).all())
+        mistake = named() if finite else (probed() or named())
+        if not mistake and finite:
+            empty = None if mask is None else ~torch.broadcast_to(mask, scores_shape(q, k)).any(dim=-1)  # no key
+            if empty is not None and empty.any() and _close(got[~empty], want[~empty]) \
+                    and not _close(got[empty], want[empty]):
+                raise ExerciseError(
+                    f"Your {name} is not right yet {label}: it is right on every row except the rows whose keys are "
+                    "all masked, which must be zeros (as the package's attention gives; there is nothing to "
+                    "attend to), and yours are not.\nHint: such a row's running sum stays 0: divide safely and "
+                    "zero those rows, acc / torch.where(s > 0, s, 1) * (s > 0).")
+            mistake = probed()
         if mistake:
             raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
         if torch.isnan(got).any() or torch.isinf(got).any():

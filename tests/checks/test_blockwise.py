@@ -109,6 +109,19 @@ wrong("on-q-in-place", C_ON, "q.div_(sqrt(d_k)): the caller's q changed",
       "changed its input `q` in place")(lambda *a, **kw: online_with(*a, **kw, out_of_place=False))
 
 
+def on_empty_rows_first_value(q, k, v, mask=None, block_size=4):
+    """Rows with every key masked given v's first key (a 'fallback') instead of zeros."""
+    out = online_with(q, k, v, mask, block_size)
+    if mask is None:
+        return out
+    empty = ~mask.expand(*out.shape[:-1], k.shape[-2]).any(-1, keepdim=True)
+    return torch.where(empty, v[..., :1, :].expand_as(out), out)
+
+
+wrong("on-empty-rows-filled", C_ON, "rows with every key masked given v's first key instead of zeros",
+      "except the rows whose keys are all masked")(on_empty_rows_first_value)
+
+
 @wrong("on-softmax-per-block", C_ON, "softmax of each block, the block outputs averaged",
        "each block is normalised on its own")
 def on_per_block(q, k, v, mask=None, block_size=4):
