@@ -171,6 +171,11 @@ def _pulled(ask, b, n, scale, dtype) -> str:
     if n > 1:  # query 0 turned away from a negative (a cosine of -0.45): the right loss falls
         away = turned(0, 1, -1, "with query 0 turned a little away from passage 1")
         towards = float(change[0, 1])
+        if away is not None and towards > 0 and abs(away - base) <= flat:
+            return (f"turning query 0 a little away from passage 1, a negative for it, leaves your loss where it was, "
+                    f"and turning it towards that passage changes it by {towards:+.4g}: your loss does not read every "
+                    "negative, only some (the hardest one, a max over the row?). The cross-entropy weighs every "
+                    "passage of the row through its softmax, each negative a little.")
         if away is not None and towards > 0 and away - base >= -flat:
             return (f"turning query 0 away from passage 1, a negative for it (a cosine of -0.45), changes your loss "
                     f"by {away - base:+.4g}, and turning it towards that passage (a cosine of +0.45) by "
@@ -182,15 +187,18 @@ def _pulled(ask, b, n, scale, dtype) -> str:
 
 
 def _effective_scale(q, p, value: float):
-    """The scale at which the right loss on (q, p) is ``value`` (None when none is: the loss falls steadily
-    from log P at scale 0 towards 0)."""
+    """The scale at which the right loss on (q, p) is ``value`` (None when none is). The loss moves steadily with
+    the scale from log P at scale 0: down towards 0 when each query's positive is its best match, up when a
+    negative beats it."""
     q, p = q.double(), p.double()
     low, high = math.log(1e-4), math.log(1e5)
-    if not _ref(q, p, math.exp(high)) < value < _ref(q, p, math.exp(low)):
+    falls = _ref(q, p, math.exp(high)) < _ref(q, p, math.exp(low))
+    ends = sorted((_ref(q, p, math.exp(high)), _ref(q, p, math.exp(low))))
+    if not ends[0] < value < ends[1]:
         return None
     for _ in range(80):
         mid = (low + high) / 2
-        low, high = (mid, high) if _ref(q, p, math.exp(mid)) > value else (low, mid)
+        low, high = (mid, high) if (_ref(q, p, math.exp(mid)) > value) == falls else (low, mid)
     return math.exp((low + high) / 2)
 
 

@@ -28,7 +28,18 @@ import torch
 import torch.nn.functional as F
 
 from ._compare import _check_gradients, _close, _first_match
-from ._contrastive_probes import _DEFAULT_SCALE, _asker, _ce, _cos, _in_float64, _lengths, _loss, _probe, _same
+from ._contrastive_probes import (
+    _DEFAULT_SCALE,
+    _asker,
+    _ce,
+    _cos,
+    _effective_scale,
+    _in_float64,
+    _lengths,
+    _loss,
+    _probe,
+    _same,
+)
 from ._modules import _call_inputs
 from ._run import ExerciseError, _checker, _expect_tensor, _gen, _randn, _shape
 from .registry import exercise
@@ -243,22 +254,6 @@ def _not_finite(name, ask, label, q, p, got, want) -> str:
             f"0 / 0 (a length of 0 divided by itself) or inf - inf (a whole row of -inf scores). {_HINT}")
 
 
-def _fitted_scale(q, p, got: float) -> float | None:
-    """The scale at which the right loss equals ``got``, if one between 0.1 and 1000 does (the loss falls or rises
-    with the scale: searched on a grid, then narrowed down)."""
-    grid = [10 ** e for e in torch.linspace(-1, 3, 161).tolist()]
-    losses = [float(_loss(q, p, c)["out"]) for c in grid]
-    for (a, la), (b, lb) in zip(zip(grid, losses), zip(grid[1:], losses[1:])):
-        if (la - got) * (lb - got) <= 0 and la != lb:
-            for _ in range(50):
-                mid = (a + b) / 2
-                lm = float(_loss(q, p, mid)["out"])
-                a, la, b = (mid, lm, b) if (la - got) * (lm - got) > 0 else (a, la, mid)
-            c = (a + b) / 2
-            return c if _same(float(_loss(q, p, c)["out"]), got) else None
-    return None
-
-
 def _verdict(name, fn, label, q, p, scale, got, want) -> str:
     """The learner-facing message for a loss that differs from the right one (``scale``: None when left out)."""
     ask = _asker(name, fn, label)
@@ -279,11 +274,11 @@ def _verdict(name, fn, label, q, p, scale, got, want) -> str:
     found = _probe(ask, q, p, used, float(got), float(want))
     if found:
         return f"Your {name} is not right yet {label}: {found}\nHint: {_HINT}"
-    other = _fitted_scale(q, p, float(got))
+    other = _effective_scale(q, p, float(got))
     if other is not None:  # one number fits some scale: the same scale must fit other vectors too
         q2, p2 = q + 0.5 * _randn(_gen(44), *q.shape).to(q.dtype), p + 0.5 * _randn(_gen(45), *p.shape).to(p.dtype)
         again = ask(q2, p2, used, "with other vectors")
-        second = None if again is None else _fitted_scale(q2, p2, again)
+        second = None if again is None else _effective_scale(q2, p2, again)
         other = other if second is not None and abs(second - other) < 1e-3 * other else None
     if other is not None and abs(other - used) > 1e-3 * used:
         return (f"Your {name} is not right yet {label} ({measured}): yours is the right loss at scale={other:.4g}, "

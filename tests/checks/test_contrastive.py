@@ -242,6 +242,17 @@ wrong("cl-probe-nll-of-probabilities", C_CL, "F.nll_loss on softmax probabilitie
                                                      labels(queries)))
 
 
+def cl_hardest_negative(queries, passages, scale=20.0):
+    """Only each query's hardest negative counts: softplus(scale * (max negative - positive))."""
+    s = F.normalize(queries, dim=-1) @ F.normalize(passages, dim=-1).T * scale
+    b = queries.shape[0]
+    pos = s[torch.arange(b), torch.arange(b)]
+    neg = s.masked_fill(F.one_hot(torch.arange(b), s.shape[1]).bool(), float("-inf")).amax(dim=1)
+    return F.softplus(neg - pos).mean()
+
+
+wrong("cl-probe-hardest-negative", C_CL, "softplus(max negative - positive): only the hardest negative counts",
+      "your loss does not read every negative")(cl_hardest_negative)
 wrong("cl-scale-capped", C_CL, "scale = min(scale, 100.0), as CLIP caps its logit scale", "is the scale capped")(
     lambda queries, passages, scale=20.0: F.cross_entropy(
         F.normalize(queries, dim=-1) @ F.normalize(passages, dim=-1).T * min(scale, 100.0),
