@@ -173,6 +173,18 @@ def _permuted(g: torch.Tensor, w: torch.Tensor, bad: torch.Tensor, dim: int, axi
     return f"some {_plural(axis)} of yours hold the values of another {axis} ({shown})"
 
 
+def _fitted_factor(error, low: float, high: float, tolerance: float) -> float | None:
+    """The positive number c between 10^low and 10^high with the least ``error(c)``: the best of a log grid,
+    narrowed down around it; None when even that one is off by more than ``tolerance``."""
+    c = min((10 ** e for e in torch.linspace(low, high, 81).tolist()), key=error)
+    a, b = c / 1.13, c * 1.13
+    for _ in range(50):
+        third, two_thirds = a + (b - a) / 3, b - (b - a) / 3
+        a, b = (a, two_thirds) if error(third) < error(two_thirds) else (third, b)
+    c = (a + b) / 2
+    return c if error(c) <= tolerance else None
+
+
 def _plural(word: str) -> str:
     """query -> queries, position -> positions."""
     return word[:-1] + "ies" if word.endswith("y") and word[-2:-1] not in "aeiou" else word + "s"

@@ -46,6 +46,7 @@ from ._compare import (
     _close,
     _described,
     _first_match,
+    _fitted_factor,
     _random_inside,
     _shape_hint,
     probe,
@@ -284,13 +285,7 @@ def _fitted_scores_scale(got, q, k, v, mask) -> float | None:
     def error(c: float) -> float:
         return float((_reference(q * (c * math.sqrt(q.shape[-1])), k, v, mask) - got).abs().max())
 
-    c = min((10 ** e for e in torch.linspace(-3, 1, 81).tolist()), key=error)
-    low, high = c / 1.13, c * 1.13
-    for _ in range(60):  # narrow down around the best point of the grid
-        a, b = low + (high - low) / 3, high - (high - low) / 3
-        low, high = (low, b) if error(a) < error(b) else (a, high)
-    c = (low + high) / 2
-    return c if error(c) < 1e-4 * float(got.abs().max()) + 1e-6 else None
+    return _fitted_factor(error, -3, 1, 1e-4 * float(got.abs().max()) + 1e-6)
 
 
 def _ignored_keys(name, fn, label, q, k, v, mask, block) -> str:

@@ -9,7 +9,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._compare import _close, _describe
+from ._compare import _close, _describe, _fitted_factor
 from ._modules import Pair, _build, _copy_params
 from ._run import ExerciseError, _checker, _gen, _randn
 from .attention import _attention, _fragile
@@ -245,13 +245,8 @@ def _scale_probe(pair, label, x, mask, n_heads) -> str:
     def error(c: float) -> float:
         return float((_mha(x, params, n_heads, mask, divide=lambda d, h: c)[0]["out"].double() - got).abs().max())
 
-    c = min((10 ** e for e in torch.linspace(-1, 3, 81).tolist()), key=error)
-    low, high = c / 1.13, c * 1.13
-    for _ in range(40):  # narrow down around the best point of the grid
-        a, b = low + (high - low) / 3, high - (high - low) / 3
-        low, high = (low, b) if error(a) < error(b) else (a, high)
-    c = (low + high) / 2
-    if error(c) > 1e-4 * float(got.abs().max()) + 1e-6:
+    c = _fitted_factor(error, -1, 3, 1e-4 * float(got.abs().max()) + 1e-6)
+    if c is None:
         return ""
     d_head = d_model // n_heads
     precedence = "" if abs(c - d_model // n_heads ** 0.5) > 1e-3 * c else (

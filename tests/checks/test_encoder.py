@@ -217,74 +217,35 @@ wrong("enc-package", C_ENC, "the package's own class, passed as the answer", "ca
 # Written unlike any listed slip: a probe names each.
 
 
-@wrong("enc-probe-one-short", C_ENC, "for layer in self.layers[:-1]", "after 2 of its 3 layers")
-class StackShort(StackRight):
-    def forward(self, token_ids, mask=None, token_type_ids=None):
-        x = self.embeddings(token_ids, token_type_ids)
-        if mask is not None and mask.dim() == 2:
-            mask = mask[:, None, None, :]
-        for layer in self.layers[:-1]:
-            x = layer(x, mask)
-        return x if self.final_norm is None else self.final_norm(x)
+def stack_with(*, embed=None, layers=None, finish=None):
+    """The solution with its embedding step, its layers or its ending replaced (each a function of self)."""
+    class Stack(StackRight):
+        def forward(self, token_ids, mask=None, token_type_ids=None):
+            x = embed(self, token_ids, mask, token_type_ids) if embed else self.embeddings(token_ids, token_type_ids)
+            if mask is not None and mask.dim() == 2:
+                mask = mask[:, None, None, :]
+            for layer in layers(self) if layers else self.layers:
+                x = layer(x, mask)
+            return finish(self, x) if finish else x if self.final_norm is None else self.final_norm(x)
+
+    return Stack
 
 
-@wrong("enc-probe-embeddings-scaled", C_ENC, "the embeddings' output times sqrt(d_model) again in the stack",
-       "what reaches the first layer is not the embeddings' output")
-class StackScaledTwice(StackRight):
-    def forward(self, token_ids, mask=None, token_type_ids=None):
-        x = self.embeddings(token_ids, token_type_ids) * self.config.d_model ** 0.5
-        if mask is not None and mask.dim() == 2:
-            mask = mask[:, None, None, :]
-        for layer in self.layers:
-            x = layer(x, mask)
-        return x if self.final_norm is None else self.final_norm(x)
-
-
-@wrong("enc-probe-final-residual", C_ENC, "pre-LN ends with x = x + self.final_norm(x)",
-       "the final LayerNorm has no residual around it")
-class StackFinalResidual(StackRight):
-    def forward(self, token_ids, mask=None, token_type_ids=None):
-        x = self.embeddings(token_ids, token_type_ids)
-        if mask is not None and mask.dim() == 2:
-            mask = mask[:, None, None, :]
-        for layer in self.layers:
-            x = layer(x, mask)
-        return x if self.final_norm is None else x + self.final_norm(x)
-
-
-@wrong("enc-mask-as-types", C_ENC, "self.embeddings(token_ids, mask): the mask where token_type_ids go",
-       "reached the embeddings as token_type_ids")
-class StackMaskAsTypes(StackRight):
-    def forward(self, token_ids, mask=None, token_type_ids=None):
-        x = self.embeddings(token_ids, mask)
-        if mask is not None and mask.dim() == 2:
-            mask = mask[:, None, None, :]
-        for layer in self.layers:
-            x = layer(x, mask)
-        return x if self.final_norm is None else self.final_norm(x)
-
-
-@wrong("enc-probe-skips-first", C_ENC, "for layer in self.layers[1:]: the first block never runs",
-       "your forward never uses it")
-class StackSkipsFirst(StackRight):
-    def forward(self, token_ids, mask=None, token_type_ids=None):
-        x = self.embeddings(token_ids, token_type_ids)
-        if mask is not None and mask.dim() == 2:
-            mask = mask[:, None, None, :]
-        for layer in self.layers[1:]:
-            x = layer(x, mask)
-        return x if self.final_norm is None else self.final_norm(x)
-
-
-@wrong("enc-probe-every-other", C_ENC, "for layer in self.layers[::2]", "built with n_layers=1 your Encoder is right")
-class StackEveryOther(StackRight):
-    def forward(self, token_ids, mask=None, token_type_ids=None):
-        x = self.embeddings(token_ids, token_type_ids)
-        if mask is not None and mask.dim() == 2:
-            mask = mask[:, None, None, :]
-        for layer in self.layers[::2]:
-            x = layer(x, mask)
-        return x if self.final_norm is None else self.final_norm(x)
+wrong("enc-probe-one-short", C_ENC, "for layer in self.layers[:-1]", "after 2 of its 3 layers")(
+    stack_with(layers=lambda self: self.layers[:-1]))
+wrong("enc-probe-embeddings-scaled", C_ENC, "the embeddings' output times sqrt(d_model) again in the stack",
+      "what reaches the first layer is not the embeddings' output")(
+    stack_with(embed=lambda self, ids, mask, types: self.embeddings(ids, types) * self.config.d_model ** 0.5))
+wrong("enc-probe-final-residual", C_ENC, "pre-LN ends with x = x + self.final_norm(x)",
+      "the final LayerNorm has no residual around it")(
+    stack_with(finish=lambda self, x: x if self.final_norm is None else x + self.final_norm(x)))
+wrong("enc-mask-as-types", C_ENC, "self.embeddings(token_ids, mask): the mask where token_type_ids go",
+      "reached the embeddings as token_type_ids")(
+    stack_with(embed=lambda self, ids, mask, types: self.embeddings(ids, mask)))
+wrong("enc-probe-skips-first", C_ENC, "for layer in self.layers[1:]: the first block never runs",
+      "your forward never uses it")(stack_with(layers=lambda self: self.layers[1:]))
+wrong("enc-probe-every-other", C_ENC, "for layer in self.layers[::2]", "built with n_layers=1 your Encoder is right")(
+    stack_with(layers=lambda self: self.layers[::2]))
 
 
 @wrong("enc-probe-causal-too", C_ENC, "a causal mask added to whatever mask is given",
