@@ -127,6 +127,9 @@ def _contract_eps(name: str, module, path: str):
     if eps is None:
         return None
     where = f"`{path}.eps`" if path else "`eps`"
+    if isinstance(eps, torch.Tensor) and eps.requires_grad:
+        raise ExerciseError(f"Your {name}'s {where} is a tensor that learns (an nn.Parameter): eps is a fixed small "
+                            "number, not a weight. Keep it a plain float, self.eps = eps.")
     if isinstance(eps, torch.Tensor) and eps.numel() == 1 and eps.dtype.is_floating_point:
         eps = eps.item()
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or not 0 < eps <= 1e-3:
@@ -191,9 +194,10 @@ def _call_inputs(name, module, label, inputs: dict, what: str | None, rehint=Non
 
 _KEPT_HINT = ("\nHint: do not store results on self inside forward (running statistics, a mask, keys and values); "
               "compute everything from the inputs of this call.")
-_DROPOUT_HINT = ("dropout is active in eval mode, or something is kept from one call to the next.\nHint: use "
-                 "nn.Dropout modules, which switch off in eval(); F.dropout(x, p) needs training=self.training. Do "
-                 "not store results (statistics, a mask, keys) on self during forward.")
+_DROPOUT_HINT = ("dropout is active in eval mode, something is kept from one call to the next, or a layer is built "
+                 "inside forward (new random weights at every call).\nHint: use nn.Dropout modules, which switch off "
+                 "in eval(); F.dropout(x, p) needs training=self.training. Build every layer in __init__, and do not "
+                 "store results (statistics, a mask, keys) on self during forward.")
 
 
 def _trimmed(values) -> tuple:

@@ -124,6 +124,9 @@ def _error_hint(exc: BaseException, name: str = "", masks=()) -> str:
             return (f"`{word}` is your answer from notebook {earlier.notebook}, which this kernel does not "
                     f"know yet: run that exercise's cell, or take your saved one with `{word} = "
                     f"yours.use(\"{earlier.key}\")` (after `from encoder_course import yours`).")
+        if word in ("norm_first", "d_model", "n_heads", "d_ff", "dropout", "eps", "activation", "config"):
+            return (f"`{word}` is an argument of __init__, which forward cannot see: use what __init__ kept, "
+                    f"self.{word} (or the layers built from it).")
         return (f"`{word or 'a name'}` is not defined: check its spelling, and run the cells above that "
                 "define it.")
     if "-100" in text and ("out of bounds" in text or "index" in text.lower()):

@@ -188,6 +188,8 @@ def check_encoder_block(cls):
                 (f"as {style}, x (3, 4, {d_model}) with padding in the first and last sequences", x3, pad3),
                 (f"as {style}, a batch of one with a padding mask (1, 1, 1, 3)", x1,
                  torch.tensor([True, True, False])[None, None, None, :]),
+                (f"as {style} with a causal mask (5, 5) (any mask that broadcasts to (B, H, L, L) is passed on)", x,
+                 torch.ones(5, 5, dtype=torch.bool).tril()),
             ]
             for mode in pair.modes(*(("eval",) if dropout else ("eval", "train"))):
                 where = f"dropout={dropout}, in {mode}() mode"

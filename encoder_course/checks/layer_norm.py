@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 
@@ -194,7 +195,7 @@ def check_layer_norm(cls):
 def _default_eps(name, eps, cand, ref) -> None:
     """The exercise's __init__ keeps nn.LayerNorm's default eps."""
     default_eps = _contract_eps(name, cand, "")
-    if eps is None and default_eps is not None and default_eps != 1e-5:
+    if eps is None and default_eps is not None and not math.isclose(default_eps, 1e-5, rel_tol=1e-6):
         raise ExerciseError(
             f"Your {name}'s default eps is {default_eps:g}; the exercise's (and nn.LayerNorm's) is 1e-5. "
             "Keep the __init__ the exercise gives: def __init__(self, d_model, eps=1e-5)."

@@ -78,8 +78,9 @@ _MHA_MISTAKES = [
      _slip({"split": "head_last", "merge": "head_last"}, {"split": "head_last"}, {"merge": "head_last"})),
     ("q, k and v all come from the same projection. Each has its own: q = self.w_q(x), "
      "k = self.w_k(x), v = self.w_v(x).", _slip(*({"shared": dict.fromkeys(_QKV, w)} for w in _QKV))),
-    ("q, k and v do not come from their own projections (a layer is used twice, or two are swapped): "
-     "q = self.w_q(x), k = self.w_k(x), v = self.w_v(x).",
+    ("q, k and v do not come from their own projections (a layer is used twice, or two are swapped), or q and k "
+     "are swapped in the scores (k @ q^T): q = self.w_q(x), k = self.w_k(x), v = self.w_v(x), and the scores "
+     "q @ k.transpose(-2, -1).",
      _slip(*({"shared": dict(zip(_QKV, combo))} for combo in itertools.product(_QKV, repeat=3)
              if combo != _QKV and len(set(combo)) > 1))),
     ("it adds the input back (a residual). Multi-head attention returns w_o(merged heads) only; the "
@@ -109,6 +110,11 @@ _MHA_MISTAKES = [
      "before the softmax.", _slip(mask_mode="zero")),
     ("the mask is applied after the softmax; fill the masked scores with float('-inf') before it.",
      _slip(mask_mode="after")),
+    ("the bool mask is added to the scores (True counts as 1, False as 0), which hardly changes the weights: fill "
+     "the scores where the mask is False with float('-inf'), scores.masked_fill(~mask, float('-inf')).",
+     _slip(mask_mode="add")),
+    ("the weights are divided by sqrt(d_head) after the softmax, so they no longer sum to 1: divide the scores, "
+     "before the softmax, q @ k^T / sqrt(d_head).", _slip(weights_are="scaled_after", scale="none")),
     ("the mask has no effect (is it passed on to the attention?). Padding keys must get zero weight.",
      _slip(mask_mode="ignore")),
     ("exp() overflows: your softmax does not subtract each row's maximum before exp(), and exp(89) is already "

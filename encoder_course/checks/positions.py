@@ -102,6 +102,15 @@ def _wrong_frequency(got: torch.Tensor, want: torch.Tensor, d_model: int) -> str
     ratio = w_got / w_want  # the same for every pair when the positions, not the frequencies, are off
     if float(ratio.max() - ratio.min()) < 1e-4 * float(ratio.abs().max()):
         c, length = float(ratio.mean()), g.shape[0]
+        shift = math.log(c) / -math.log(10000.0) * d_model  # c = 10000^(-k/d_model): every exponent off by k
+        if abs(shift - round(shift)) < 1e-3 and round(shift) != 0:
+            k = round(shift)
+            return (f"every column pair turns 10000^({-k}/{d_model}) = {c:.6g} times as fast as it should: each "
+                    f"exponent is off by {k}/d_model, as with torch.arange({k}, d_model, 2) where 2i needs "
+                    "torch.arange(0, d_model, 2) (the pair's index i counts from 0).")
+        if abs(c - math.pi / 180) < 1e-6:
+            return ("every column pair turns pi / 180 = 0.0174533 times as fast as it should: the angles are "
+                    "taken as degrees (torch.deg2rad or math.radians). They are radians already: torch.sin(angles).")
         known = {length / (length - 1): "torch.linspace(0, 1, seq_len) * seq_len?",
                  1 / (length - 1): "torch.linspace(0, 1, seq_len)?", 1 / length: "positions divided by seq_len?"}
         how = next((what for value, what in known.items() if abs(c - value) < 1e-4 * value), "")

@@ -113,7 +113,7 @@ def call(channel: Channel, target, root, args, kwargs):
     # (with a recorder, torch functions are off here: it hears the learner's operations, not these)
     with torch._C.DisableTorchFunction() if recorder is not None else contextlib.nullcontext():
         state = wire.describe(root) if root is not None else []
-        params = [v for entry in state for _, v in entry["params"] if v is not None]
+        params = [v for entry in state for _, v in entry.get("params", ()) if v is not None]
         grad = torch.is_grad_enabled()
         reply = channel.ask({"op": "call", "target": target, "state": state, "args": list(args), "kwargs": dict(kwargs),
                              "grad": grad, "rng": torch.get_rng_state(), "record": recorder is not None})
@@ -132,6 +132,11 @@ def call(channel: Channel, target, root, args, kwargs):
                     inputs[index].data = value.detach().to(inputs[index].dtype)
             if root is not None and "state" in reply:
                 wire.apply(root, reply["state"])
+            kept = channel.__dict__.setdefault("returned", {})  # number -> a tensor this side was given back
+            for number, value in reply.get("earlier", []):
+                if number in kept:  # the learner's code changed a tensor it returned before: so does its copy
+                    with torch.no_grad():
+                        kept[number].data = value.detach().to(kept[number].dtype)
             if recorder is not None:
                 for op, outs, ins in reply.get("ops", []):
                     recorder.ops.append((str(op), [tuple(int(n) for n in shape) for shape in outs],
@@ -146,7 +151,7 @@ def call(channel: Channel, target, root, args, kwargs):
         value = reply.get("value")
         flags = reply.get("grad_outputs")
         if not grad or not isinstance(flags, list):
-            return value
+            return _kept(channel, reply, value)
         leaves = [t for t in inputs if t.requires_grad] + [p for p in params if p.requires_grad]
         outs = list(value) if isinstance(value, (tuple, list)) else [value]
         if len(flags) != len(outs) or not all(isinstance(o, torch.Tensor) for o, f in zip(outs, flags) if f):
@@ -154,7 +159,21 @@ def call(channel: Channel, target, root, args, kwargs):
         linked = iter(_Link.apply({"channel": channel, "id": channel.counter, "leaves": leaves, "flags": flags,
                                    "outs": [o for o, f in zip(outs, flags) if f]}, *leaves))
         outs = [next(linked) if f else o for o, f in zip(outs, flags)]
-        return outs[0] if not isinstance(value, (tuple, list)) else type(value)(outs)
+        return _kept(channel, reply, outs[0] if not isinstance(value, (tuple, list)) else type(value)(outs))
+
+
+def _kept(channel: Channel, reply: dict, value):
+    """``value`` (the call's result here), its tensors remembered by the numbers the learner's process gave them."""
+    outs = value if isinstance(value, (tuple, list)) else (value,)
+    numbers = reply.get("returned")
+    kept = channel.__dict__.setdefault("returned", {})
+    if isinstance(numbers, list) and len(numbers) == len(outs):
+        for number, out in zip(numbers, outs):
+            if type(number) is int and isinstance(out, torch.Tensor):
+                kept[number] = out
+        for old in list(kept)[:-8]:
+            del kept[old]
+    return value
 
 
 class _Link(torch.autograd.Function):
@@ -232,6 +251,10 @@ def mirror(channel: Channel, handle: int, tree) -> Mirror:
         modules = {}
         for entry in tree:
             path = entry["path"]
+            if "alias" in entry:  # the same module under a second name, as in the learner's
+                parent, _, name = path.rpartition(".")
+                modules[parent]._modules[name] = modules[path] = modules[str(entry["alias"])]
+                continue
             m = _mirror_class(str(entry["type"]))()
             modules[path] = m
             root_ref = weakref.ref(modules[""]) if path else weakref.ref(m)

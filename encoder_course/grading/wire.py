@@ -182,8 +182,12 @@ def _untensor(body) -> torch.Tensor:
 def describe(module) -> list:
     """A module as plain data (the learner's, for the checker; the checker's mirror of it, back): every
     submodule's path, class name, mode, parameters, buffers, tensor and plain attributes."""
-    tree = []
-    for path, sub in module.named_modules():
+    tree, first = [], {}
+    for path, sub in module.named_modules(remove_duplicate=False):
+        if id(sub) in first:  # one module under a second name (self.b = self.a): an alias, not a copy
+            tree.append({"path": path, "alias": first[id(sub)]})
+            continue
+        first[id(sub)] = path
         plain = {k: v for k, v in list(vars(sub).items())[:200]
                  if not k.startswith("_") and (v is None or type(v) in (bool, int, float, str))}
         tree.append({
@@ -205,7 +209,7 @@ def apply(module, tree) -> list:
     with torch.no_grad():
         for entry in tree:
             m = subs.get(entry["path"])
-            if m is None:
+            if m is None or "alias" in entry:
                 continue
             m.training = bool(entry["training"])
             for name, value in entry["params"]:

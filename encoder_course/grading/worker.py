@@ -135,6 +135,9 @@ class Server:
         from encoder_course.checks.registry import exercise
 
         self.candidate, self.modules, self.graphs = candidate, {}, {}
+        # The last tensors returned (number -> (tensor, its value when last seen)): when a later call changes one
+        # (a view of a buffer the learner's code keeps and writes again), the checker's copy changes too.
+        self.returned, self.returned_count = {}, 0
         self.codes = _run._reference_codes(exercise(key))
         if _kind(candidate)["kind"] == "module":  # an instance given where a class is asked for
             self.modules[0] = candidate
@@ -213,6 +216,23 @@ class Server:
                     reply["grad_outputs"] = [isinstance(o, torch.Tensor) and o.requires_grad for o in outs]
         reply["changed"] = [[i, t] for i, (t, old) in enumerate(zip(inputs, before))
                             if t.shape != old.shape or not torch.equal(t.detach(), old)]
+        reply["earlier"] = [[number, t] for number, (t, old) in self.returned.items()
+                            if t.shape != old.shape or not torch.equal(t.detach(), old)]
+        for number, t in reply["earlier"]:
+            self.returned[number] = (t, t.detach().clone())
+        if "value" in reply:
+            outs = reply["value"] if isinstance(reply["value"], (tuple, list)) else (reply["value"],)
+            numbers = []
+            for o in outs:
+                if isinstance(o, torch.Tensor):
+                    self.returned_count += 1
+                    self.returned[self.returned_count] = (o, o.detach().clone())
+                    numbers.append(self.returned_count)
+                else:
+                    numbers.append(None)
+            for old in list(self.returned)[:-KEPT_CALLS]:
+                del self.returned[old]
+            reply["returned"] = numbers
         if target is not None:
             reply["state"] = wire.describe(self.modules[target[0]])
         return reply

@@ -477,6 +477,22 @@ class BlkKeep(BB):
         return self.norm2(x + d(self.ffn(x)))
 
 
+@wrong("blk-mask-as-padding", C_BLK, "mask.view(B, 1, 1, -1): every mask taken for a padding mask",
+       "Pass the block's mask on to self.attn as given")
+class BlkMaskView(BB):
+    def forward(self, x, mask=None):
+        return BlockRight.forward(self, x, None if mask is None else mask.view(x.shape[0], 1, 1, -1))
+
+
+@wrong("blk-bare-norm-first", C_BLK, "`if norm_first:` in forward: the __init__ argument, not self.norm_first",
+       "is an argument of __init__, which forward cannot see")
+class BlkBareName(BB):
+    def forward(self, x, mask=None):
+        if norm_first:  # noqa: F821
+            return x
+        return BlockRight.forward(self, x, mask)
+
+
 @wrong("blk-dropout-twice", C_BLK,
        "copy-paste: self.dropout1(self.dropout1(attn(...))) and the same for dropout2: rate 1-(1-p)^2 = 0.51 at p=0.3",
        "two dropouts in a row")

@@ -234,7 +234,7 @@ def stack_with(*, embed=None, layers=None, finish=None):
 wrong("enc-probe-one-short", C_ENC, "for layer in self.layers[:-1]", "after 2 of its 3 layers")(
     stack_with(layers=lambda self: self.layers[:-1]))
 wrong("enc-probe-embeddings-scaled", C_ENC, "the embeddings' output times sqrt(d_model) again in the stack",
-      "what reaches the first layer is not the embeddings' output")(
+      "what reaches the first layer is scaled")(
     stack_with(embed=lambda self, ids, mask, types: self.embeddings(ids, types) * self.config.d_model ** 0.5))
 wrong("enc-probe-final-residual", C_ENC, "pre-LN ends with x = x + self.final_norm(x)",
       "the final LayerNorm has no residual around it")(

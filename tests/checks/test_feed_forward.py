@@ -245,6 +245,13 @@ class FFEvalScaled(FB):
         return y if self.training else y * (1 - 0.1)
 
 
+@wrong("ff-layer-in-forward", C_FF, "nn.Linear(...) built inside forward: new random weights at every call",
+       "a layer is built inside forward")
+class FFLayerInForward(FB):
+    def forward(self, x):
+        return self.w2(self.act(nn.Linear(x.shape[-1], self.w1.out_features)(x)))
+
+
 @wrong("ff-probe-relu6", C_FF, "torch.clamp(h, 0, 6) (ReLU6) for activation='relu': right until h passes 6",
        "f(100) = 6 (not 100)")
 class FFRelu6(FB):

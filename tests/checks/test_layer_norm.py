@@ -309,6 +309,18 @@ class LNOnePass(LB):
         return self.weight * (x - mean) * torch.rsqrt(var + self.eps) + self.bias
 
 
+@wrong("ln-eps-parameter", C_LN, "self.eps = nn.Parameter(torch.tensor(eps)): eps trained as a weight",
+       "eps is a fixed small number, not a weight")
+class LNEpsParameter(LB):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__(d_model, eps)
+        self.eps = torch.nn.Parameter(torch.tensor(float(eps)))
+
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        return self.norm(x, mean, ((x - mean) ** 2).mean(-1, keepdim=True))
+
+
 @wrong("ln-float-cast", C_LN, "x = x.float() first: float32 inside, float64 again through the float64 weights",
        "it computes in float32 somewhere")
 class LNFloatCast(LB):

@@ -438,6 +438,38 @@ class MHAScaleMix(MB):
         return self.w_o(self.merge(s.softmax(-1) @ v))
 
 
+@wrong("mha-scores-k-q", C_MHA, "scores = k @ q^T: keys as rows", "or q and k are swapped in the scores")
+class MHAScoresKQ(MB):
+    def forward(self, x, mask=None):
+        q, k, v = self.qkv(x)
+        s = k @ q.transpose(-2, -1) / math.sqrt(self.d_head)
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf"))
+        return self.w_o(self.merge(s.softmax(-1) @ v))
+
+
+@wrong("mha-mask-added", C_MHA, "scores + mask: a bool mask added (True counts 1)",
+       "the bool mask is added to the scores")
+class MHAMaskAdded(MB):
+    def forward(self, x, mask=None):
+        q, k, v = self.qkv(x)
+        s = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)
+        if mask is not None:
+            s = s + mask
+        return self.w_o(self.merge(s.softmax(-1) @ v))
+
+
+@wrong("mha-scale-after-softmax", C_MHA, "softmax(q @ k^T) / sqrt(d_head): scaled after the softmax",
+       "divided by sqrt(d_head) after the softmax")
+class MHAScaleAfter(MB):
+    def forward(self, x, mask=None):
+        q, k, v = self.qkv(x)
+        s = q @ k.transpose(-2, -1)
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf"))
+        return self.w_o(self.merge(s.softmax(-1) / math.sqrt(self.d_head) @ v))
+
+
 @wrong("mha-scale-int-sqrt", C_MHA, "scale = int(self.d_head ** 0.5) (the square root rounded down)",
        "rounded to an integer")
 class MHAScaleIntSqrt(MB):
