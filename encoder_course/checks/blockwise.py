@@ -336,7 +336,9 @@ def _probe(name, fn, label, q, k, v, mask, block) -> str:
         scale = "" if c is None else (
             f" Your scores are q k^T x {c:.4g}, where the scale is 1/sqrt(d_k) = {1 / math.sqrt(d_k):.4g}"
             + (": divided by d_k, the scale applied twice (once to q, once to the scores)?"
-               if abs(c * d_k - 1) < 0.02 else "."))
+               if abs(c * d_k - 1) < 0.02 else
+               ", times ln 2 = 0.6931: torch.exp2 computes 2^x, so with exp2 the scores need a factor log2(e) = "
+               "1.4427 first (or use torch.exp)." if abs(c * math.sqrt(d_k) / math.log(2) - 1) < 1e-3 else "."))
         return (f"even with block_size={l_k} (one block: an ordinary softmax) your output is wrong, so the mistake "
                 "is in the attention itself (the scale, the mask, the softmax), not in how blocks are combined."
                 + scale)

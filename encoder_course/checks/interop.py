@@ -35,6 +35,7 @@ _UNKNOWN = (
     "model.encoder.layer.0.output.dense.weight",  # a wrapper's prefix, which the loader does not strip
     "encoder_layer_0.attention.self.query.weight",  # underscores where a known key has dots
     "pooler.dense.kernel",  # TensorFlow's name: only the pooler's weight and bias are unused
+    "layers.0.attn.w_q.weight",  # already one of our names: the checkpoint's keys are Hugging Face's
 )
 
 
@@ -197,7 +198,8 @@ def check_rename_key(fn):
         else:
             head = (f"gives {_shown(answers[key])} for the key {key!r}, but the right name is {want[key]!r}"
                     + (f" ({len(wrong)} keys differ)" if len(wrong) > 1 else ""))
-            hint = found[:1].upper() + found[1:] if found else (
+            hint = (found if found[:1].islower() and "." in found.split(" ")[0] else found[:1].upper() + found[1:]) \
+                if found else (
                 "our names are those of Encoder's state_dict(): embeddings.token.weight, ..., "
                 "layers.<n>.attn.w_q.weight, ..., layers.<n>.norm2.bias.")
         raise ExerciseError(f"Your {name} {head}. {_pattern(wrong, answers, want)}Hint: {hint}")
@@ -220,6 +222,12 @@ def check_rename_key(fn):
                 "ValueError to list every key it does not know (a KeyError would stop it at the first "
                 f"one).\nHint: raise ValueError(f\"unknown key: {{key!r}}\") when the key is neither mapped "
                 "nor ignored (a dict lookup raises KeyError: catch it, or test `key in table` first)."
+            ) from cause
+        if type(cause) in (Exception, LookupError, RuntimeError):  # raised on purpose, with another type
+            raise ExerciseError(
+                f"Your {name} raises {type(cause).__name__} {label}; the contract is ValueError, which the loader "
+                "catches to list every key it does not know (any other exception stops it).\nHint: raise "
+                "ValueError(f\"unknown key: {key!r}\") when the key is neither mapped nor ignored."
             ) from cause
         if cause is not None:  # another error of the learner's code: its own message says most
             raise answer[2]

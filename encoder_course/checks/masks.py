@@ -136,6 +136,8 @@ def check_padding_mask(fn):
         (torch.tensor([[2, 3]]), 0, "for token ids of shape (1, 2) without padding"),
         (torch.tensor([[0, 0, 4, 5], [6, 0, 7, 0]]), 0,
          "for token ids (2, 4) padded on the left and in the middle (pad_id=0)"),
+        (torch.tensor([[6, 2, 0, 0, 0], [1, 1, 1, 1, 1], [4, 0, 9, 0, 3]]), 0,
+         "for other token ids of shape (3, 5), the first case's shape (pad_id=0)"),
     ]
     for ids, pad_id, label in cases:
         got = _call_inputs(name, fn, label, {"token_ids": ids, "pad_id": pad_id}, None)
@@ -203,6 +205,8 @@ def _causal_rules(length: int) -> list:
     """The usual wrong causal masks of size ``length``, each with its explanation."""
     ones = torch.ones(length, length, dtype=torch.bool)
     return [
+        (ones, "every position may attend to every key, the future included: the triangle is missing. Keep the "
+               "lower one: torch.ones(L, L, dtype=torch.bool).tril()."),
         (ones.triu(1), "it is inverted: True marks the future positions. True means 'may attend', so "
                        "position i may attend to 0..i (the lower triangle, torch.tril)."),
         (ones.triu(), "True sits on and above the diagonal, so each position sees the future. Query i "
@@ -238,6 +242,9 @@ def check_causal_mask(fn):
         want = torch.ones(length, length, dtype=torch.bool).tril()
         short = isinstance(got, torch.Tensor) and got.dim() == 2 and got.shape[0] == got.shape[1] < length
         got = _check_mask_like(name, got, want, label,
+                               f"{got.shape[0]} rows where L = {length}: one short (length - 1 somewhere?). The mask "
+                               "has one row per position, torch.ones(length, length)."
+                               if short and got.shape[0] == length - 1 and length != 2 else
                                f"{got.shape[0]} rows where L = {length}: is the mask's size fixed somewhere (a "
                                "constant, or a mask built once and sliced)? Build it for the length given." if short
                                else "return one row per query and one column per key: shape (L, L).",
@@ -255,6 +262,9 @@ def _window_layout(shape: tuple, want: tuple) -> str:
     if len(shape) > 2 and shape[-2:] == want:
         return ("return (L, L), one row per query and one column per key, without batch or head dimensions: "
                 "the attention broadcasts an (L, L) mask over them.")
+    if len(shape) == 2 and shape[0] == shape[1] < want[0]:
+        return (f"{shape[0]} rows where L = {want[0]}: is the mask's size fixed somewhere (a mask built once, or "
+                "kept from an earlier call, and sliced)? Build it for the length given.")
     return "return one row per query and one column per key: shape (L, L), L = length."
 
 
@@ -330,7 +340,7 @@ def check_sliding_window_mask(fn):
     from ..masks import sliding_window_mask as reference
 
     name = exercise("sliding_window_mask").name
-    cases = [(7, 3), (9, 5), (6, 1), (8, 4), (10, 2), (6, 6), (5, 10), (1, 3)]
+    cases = [(7, 3), (9, 5), (6, 1), (8, 4), (10, 2), (6, 6), (5, 10), (1, 3), (9, 3)]
     odd_passed = False
     for length, window in cases:
         label = f"for length={length}, window={window}"

@@ -194,6 +194,28 @@ wrong("on-probe-scale-twice", C_ON, "q divided by sqrt(d_k) before a function th
     lambda q, k, v, mask=None, block_size=4: online_with(q / math.sqrt(q.shape[-1]), k, v, mask, block_size))
 
 
+def on_exp2(q, k, v, mask=None, block_size=4):
+    """exp2 where exp belongs (FlashAttention-2's trick without its log2(e) factor), one block at a time."""
+    shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    q = q / math.sqrt(q.shape[-1])
+    m = torch.full((*shape[:-1], 1), float("-inf"), dtype=q.dtype)
+    s = torch.zeros((*shape[:-1], 1), dtype=q.dtype)
+    acc = torch.zeros((*shape[:-1], v.shape[-1]), dtype=q.dtype)
+    for start in range(0, k.shape[-2], block_size):
+        scores = q @ k[..., start:start + block_size, :].transpose(-2, -1)
+        if mask is not None:
+            scores = scores.masked_fill(~mask.expand(shape)[..., start:start + block_size], float("-inf"))
+        m_new = torch.maximum(m, scores.amax(-1, keepdim=True))
+        base = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+        r, p = torch.exp2(m - base), torch.exp2(scores - base)
+        s, acc, m = s * r + p.sum(-1, keepdim=True), acc * r + p @ v[..., start:start + block_size, :], m_new
+    return torch.where(s > 0, acc / s.clamp(min=torch.finfo(s.dtype).tiny), torch.zeros_like(acc))
+
+
+wrong("on-probe-exp2", C_ON, "torch.exp2 where exp belongs, without the log2(e) factor", "torch.exp2 computes 2^x")(
+    on_exp2)
+
+
 def on_no_max(q, k, v, mask=None, block_size=4):
     """exp(scores) summed block by block with no max subtracted: right until a score is in the hundreds."""
     shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])

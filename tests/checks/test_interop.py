@@ -49,6 +49,10 @@ def rename_with(key, *, parts=None, unused=UNUSED, shift=0, unknown="raise", lay
         raise KeyError(key)
     if unknown == "nameless":
         raise ValueError("unknown key")
+    if unknown == "exception":
+        raise Exception(f"unknown key {key}")
+    if unknown == "ours-kept" and key.startswith("layers."):
+        return key
     raise ValueError(f"unknown key in the checkpoint: {key!r}")
 
 
@@ -66,6 +70,10 @@ wrong("rk-package", C_RK, "the package's own function, passed as the answer", "c
     interop.rename_key)
 wrong("rk-name-map", C_RK, "interop.name_map(12)[key]: the course's whole map", "uses the course's own name_map")(
     lambda key: interop.name_map(12).get(key))
+wrong("rk-plain-exception", C_RK, "raise Exception(...) for an unknown key", "the contract is ValueError, which")(
+    lambda key: rename_with(key, unknown="exception"))
+wrong("rk-our-names-kept", C_RK, "a key that looks like one of our names returned as it is ('already converted')",
+      "loading a tensor under a made-up name")(lambda key: rename_with(key, unknown="ours-kept"))
 wrong("rk-norms-swapped", C_RK, "attention.output.LayerNorm -> norm2 and output.LayerNorm -> norm1",
       "attention.output.LayerNorm and output.LayerNorm are swapped")(
     lambda key: rename_with(key, parts=swapped("attention.output.LayerNorm", "output.LayerNorm")))

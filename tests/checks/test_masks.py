@@ -204,6 +204,10 @@ wrong("pm-probe-until-first-pad", C_PM, "loops that stop at each row's first pad
       "your mask depends on where an id sits")(pm_until_first_pad)
 wrong("pm-probe-cumsum", C_PM, "(ids != pad).cumsum(-1).bool(): True from the first real token on",
       "your mask depends on where an id sits")(lambda ids, pad_id: (ids != pad_id).cumsum(-1).bool()[:, None, None, :])
+wrong("cm-no-triangle", C_CM, "torch.ones(L, L, dtype=torch.bool): the .tril() forgotten", "the triangle is missing")(
+    lambda L: torch.ones(L, L, dtype=torch.bool))
+wrong("cm-one-short", C_CM, "torch.ones(L - 1, L - 1).tril(): one row and column short", "one short (length - 1")(
+    lambda L: torch.ones(L - 1, L - 1, dtype=torch.bool).tril())
 wrong("cm-1d-ones", C_CM, "torch.ones(L).tril(): a vector where the square belongs",
       "torch.tril and torch.triu work on a matrix")(lambda L: torch.ones(L, dtype=torch.bool).tril())
 wrong("cm-probe-window", C_CM, "a local window |i - j| <= 1 instead of the whole past",
@@ -391,6 +395,21 @@ def sw_loop(length, window, device=None):
     for i in range(length):
         mask[i, max(0, i - h):i + h] = True
     return mask
+
+
+_SW_CACHE = {}
+
+
+def sw_cached(length, window, device=None):
+    """A mask cached per window, built for the first length asked and sliced afterwards."""
+    if window not in _SW_CACHE:
+        i = torch.arange(length, device=device)
+        _SW_CACHE[window] = (i[:, None] - i[None, :]).abs() <= window // 2
+    return _SW_CACHE[window][:length, :length]
+
+
+wrong("sw-cached-per-window", C_SW, "a mask cached per window and sliced: a later, longer length gets the old size",
+      "is the mask's size fixed somewhere")(sw_cached)
 
 
 @wrong("sw-arange-window", C_SW, "i = torch.arange(window): the table sized by the window",
