@@ -132,8 +132,7 @@ def _depth_probe(pair, label, ids, mask, types) -> str:
 
 def _through_layers(ref, x, mask):
     """The reference's layers on ``x`` (the mask made (B, 1, 1, L) as its forward does), before any final norm."""
-    if mask is not None and mask.dim() == 2:
-        mask = mask[:, None, None, :]
+    mask = _as_4d(mask)
     for layer in ref.layers:
         x = layer(x, mask)
     return x
@@ -320,3 +319,12 @@ def _check_dropout(name, cls, cfg, g) -> None:
             "something in forward switches the embeddings or the layers to eval() (or the modules were built "
             "without the config's dropout).\nHint: forward only calls the modules; train() and eval() are the "
             "caller's to set.")
+    pair.cand.eval()
+    label = label.replace("in train() mode", "in eval() mode")
+    first, second = pair.call(label, ids, mask), pair.call(label, ids, mask)
+    if not _identical(first, second) or not _close(first, pair.want(ids, mask), 3.0):
+        raise ExerciseError(
+            f"Your {name} {'gives a different output each time' if not _identical(first, second) else 'is wrong'} "
+            f"{label}, where dropout does nothing: some dropout of your own stays on in eval() mode.\nHint: the "
+            "stack needs no dropout of its own (the embeddings and the layers have theirs); F.dropout(x, p) drops in "
+            "eval() too unless it is given training=self.training.")

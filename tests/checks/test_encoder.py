@@ -242,6 +242,10 @@ wrong("enc-probe-final-residual", C_ENC, "pre-LN ends with x = x + self.final_no
 wrong("enc-mask-as-types", C_ENC, "self.embeddings(token_ids, mask): the mask where token_type_ids go",
       "reached the embeddings as token_type_ids")(
     stack_with(embed=lambda self, ids, mask, types: self.embeddings(ids, mask)))
+wrong("enc-dropout-in-eval", C_ENC, "F.dropout(self.embeddings(...), config.dropout): training=True by default",
+      "some dropout of your own stays on in eval() mode")(
+    stack_with(embed=lambda self, ids, mask, types: torch.nn.functional.dropout(self.embeddings(ids, types),
+                                                                                 self.config.dropout)))
 wrong("enc-probe-skips-first", C_ENC, "for layer in self.layers[1:]: the first block never runs",
       "your forward never uses it")(stack_with(layers=lambda self: self.layers[1:]))
 wrong("enc-probe-every-other", C_ENC, "for layer in self.layers[::2]", "built with n_layers=1 your Encoder is right")(
