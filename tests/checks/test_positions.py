@@ -232,30 +232,19 @@ def pe_norm_pos(L, d):
 @wrong("pe-probe-exponent-from-1", C_PE, "two_i = torch.arange(1, d_model, 2): odd numbers used as 2i",
        "each exponent is off by 1/d_model")
 def pe_from_1(L, d):
-    pos = torch.arange(L, dtype=torch.float32)[:, None]
-    freq = 10000 ** (torch.arange(1, d, 2, dtype=torch.float32) / d)
-    pe = torch.zeros(L, d)
-    pe[:, 0::2], pe[:, 1::2] = torch.sin(pos / freq), torch.cos(pos / freq)
-    return pe
+    return _fill(L, d, 10000 ** (torch.arange(1, d, 2, dtype=torch.float32) / d))
 
 
 @wrong("pe-probe-degrees", C_PE, "torch.sin(torch.deg2rad(angles)): the angles taken as degrees",
        "the angles are taken as degrees")
 def pe_degrees(L, d):
-    angles = torch.arange(L, dtype=torch.float32)[:, None] / 10000 ** (torch.arange(0, d, 2, dtype=torch.float32) / d)
-    pe = torch.zeros(L, d)
-    pe[:, 0::2], pe[:, 1::2] = torch.sin(torch.deg2rad(angles)), torch.cos(torch.deg2rad(angles))
-    return pe
+    return _fill(L, d, _freq(d), pos=torch.deg2rad(torch.arange(L, dtype=torch.float32))[:, None])
 
 
 @wrong("pe-probe-linspace-positions", C_PE, "positions torch.linspace(0, 1, seq_len) * seq_len: steps of L / (L - 1)",
        "the positions are scaled")
 def pe_linspace_pos(L, d):
-    pos = (torch.linspace(0, 1, L) * L)[:, None]
-    freq = 10000 ** (torch.arange(0, d, 2, dtype=torch.float32) / d)
-    pe = torch.zeros(L, d)
-    pe[:, 0::2], pe[:, 1::2] = torch.sin(pos / freq), torch.cos(pos / freq)
-    return pe
+    return _fill(L, d, _freq(d), pos=(torch.linspace(0, 1, L) * L)[:, None])
 
 
 @wrong("pe-half-columns", C_PE, "only the d_model // 2 sine columns: torch.sin(pos / freq), no cos",
