@@ -60,7 +60,7 @@ from .registry import exercise
 
 def _online(q, k, v, mask, block, *, scale=True, rescale_sum=True, rescale_acc=True, max_mode="running",
             guard_blocks=True, guard_rows=True, fill="-inf", divide="end", skip_last=False, inverted=False,
-            rescale_sign=1.0):
+            rescale_sign=1.0, p_from="new"):
     """Attention over key blocks with a running max and sum; the keywords switch on one slip each."""
     shape = scores_shape(q, k)
     if mask is not None:
@@ -86,7 +86,8 @@ def _online(q, k, v, mask, block, *, scale=True, rescale_sum=True, rescale_acc=T
         m_new = block_max if max_mode == "block" else torch.maximum(m, block_max)
         base = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new) if guard_blocks else m_new
         rescale = torch.exp(rescale_sign * (m - base))
-        p = torch.exp(scores - base)
+        # p_from="old": measured from the max before this block (the first block: from its own max)
+        p = torch.exp(scores - (torch.where(torch.isinf(m), base, m) if p_from == "old" else base))
         s_new = (s * rescale if rescale_sum else s) + p.sum(dim=-1, keepdim=True)
         acc = (acc * rescale if rescale_acc else acc) + p @ v[..., keys, :]
         if divide == "running":  # divided by the running sum at every block, never multiplied back
@@ -121,6 +122,10 @@ _ONLINE_MISTAKES = [
      "measured from the old max, so multiply both by exp(m_old - m_new) before adding the new block (compute "
      "that factor before you overwrite m).",
      _variants(rescale_sum=False, rescale_acc=False)),
+    ("each new block's exp(scores - m) is measured from the max before that block, while what was added before is "
+     "rescaled to the new max: the two no longer share a base. Update the max first, m_new = max(m_old, block "
+     "max), then p = exp(scores - m_new), s = s * exp(m_old - m_new) + p.sum(-1) and acc likewise.",
+     _variants(p_from="old")),
     ("each block is measured from its own maximum and the blocks' sums are added as they are: a running "
      "max must be carried across blocks, m_new = max(m_old, block max), and what was added before rescaled "
      "by exp(m_old - m_new).",

@@ -173,8 +173,8 @@ def _variations(c):
 def _in_units(amount: int, c) -> str:
     """``amount`` written with the config's sizes ("1,536 = 2 x d_model"), when a short formula fits."""
     d, f = c.d_model, c.d_ff
-    terms = {"d_model x d_model": d * d, "d_model x d_ff": d * f, "d_model": d, "d_ff": f}
-    fits = [coefs for coefs in itertools.product(range(-3, 4), range(-3, 4), range(-4, 5), range(-3, 4))
+    terms = {"d_model x d_model": d * d, "d_model x d_ff": d * f, "d_ff x d_ff": f * f, "d_model": d, "d_ff": f}
+    fits = [coefs for coefs in itertools.product(range(-3, 4), range(-3, 4), range(-2, 3), range(-4, 5), range(-3, 4))
             if any(coefs) and sum(k * v for k, v in zip(coefs, terms.values())) == amount]
     if not fits:
         return f"{amount:,}"

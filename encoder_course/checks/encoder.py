@@ -164,20 +164,27 @@ def _first_input_probe(pair, label, ids, mask, types) -> str:
 
 
 def _final_probe(pair, label, ids, mask, types) -> str:
-    """Pre-LN: the answer against the last layer's output plus the final LayerNorm of it (a residual too many)."""
+    """A residual too many at the end: the last layer's output plus the final LayerNorm of it (pre-LN), or the
+    stack's output plus the embeddings' output (a residual around the whole stack)."""
     ref = pair.ref
-    if ref.final_norm is None:
-        return ""
     try:
         with torch.no_grad():
             got = pair.call(label, ids, mask, types)
     except ExerciseError:
         return ""
     with torch.no_grad():
-        h = _through_layers(ref, ref.embeddings(ids, types), mask)
-        if h.shape == got.shape and _close(got, h + ref.final_norm(h), 3.0):
+        embedded = ref.embeddings(ids, types)
+        h = _through_layers(ref, embedded, mask)
+        if h.shape != got.shape:
+            return ""
+        if ref.final_norm is not None and _close(got, h + ref.final_norm(h), 3.0):
             return ("your output is the last layer's output plus its final LayerNorm, x + self.final_norm(x): the "
                     "final LayerNorm has no residual around it. A pre-LN stack ends with x = self.final_norm(x).")
+        out = h if ref.final_norm is None else ref.final_norm(h)
+        if _close(got, out + embedded, 3.0):
+            return ("your output is the stack's output plus the embeddings' output: a residual around the whole "
+                    "stack. Each layer holds its own residuals; return what the last layer gives"
+                    + (", after self.final_norm." if ref.final_norm is not None else ", as it is."))
     return ""
 
 

@@ -317,21 +317,55 @@ def _window_rules(length: int, window: int, odd_passed: bool) -> list:
     ]
 
 
+def _band(mask: torch.Tensor) -> tuple[int, int] | None:
+    """``(back, ahead)`` when a square mask is a band, each query seeing the keys i - back to i + ahead (cut
+    at the ends); else None."""
+    keys = _allowed(mask)
+    # The right rows are runs of keys already: a band needs every row to be one.
+    if not all(allowed and allowed == list(range(allowed[0], allowed[-1] + 1)) for allowed in keys):
+        return None
+    back = max(i - allowed[0] for i, allowed in enumerate(keys))
+    ahead = max(allowed[-1] - i for i, allowed in enumerate(keys))
+    off = _offsets(len(keys))
+    return (back, ahead) if back >= 0 and ahead >= 0 and torch.equal(mask, (off <= back) & (off >= -ahead)) else None
+
+
 @probe
 def _window_probe(got: torch.Tensor, want: torch.Tensor, window: int) -> str:
     """How far back and ahead each query of a wrong window mask sees, against window // 2 on each side."""
     half = window // 2
-    keys = _allowed(got)
-    # The right rows are runs of keys already: a band needs every row to be one.
-    if all(allowed and allowed == list(range(allowed[0], allowed[-1] + 1)) for allowed in keys):
-        back = max(i - allowed[0] for i, allowed in enumerate(keys))
-        ahead = max(allowed[-1] - i for i, allowed in enumerate(keys))
-        off = _offsets(len(keys))
-        if back >= 0 and ahead >= 0 and torch.equal(got, (off <= back) & (off >= -ahead)):
-            return (f"your mask is a band: each query sees up to {back} key{'s' if back != 1 else ''} back and "
-                    f"{ahead} ahead, but window={window} means window // 2 = {half} on each side, the same both ways.")
+    sides = _band(got)
+    if sides is not None:
+        back, ahead = sides
+        return (f"your mask is a band: each query sees up to {back} key{'s' if back != 1 else ''} back and "
+                f"{ahead} ahead, but window={window} means window // 2 = {half} on each side, the same both ways.")
     return _first_wrong_row(got, want, "outside the window", "inside it and must be allowed",
                             f" (|i - j| <= window // 2 = {half})")
+
+
+@probe
+def _length_probe(name: str, fn, got: torch.Tensor, length: int, window: int) -> str:
+    """A wrong band whose width changes with the length at the same window: named, "" otherwise. The band the
+    first case gives can match a rule of the window by chance (length // 2 = 3 = window for length=7). A band
+    that a rule of the window alone draws, and that the ends do not cut, is the same at any longer length."""
+    sides = _band(got)
+    if sides is None or max(sides) >= length - 1:
+        return ""
+    longer = length + 4
+    try:
+        other = _invoke(name, f"for length={longer}, window={window}", fn, longer, window)
+    except ExerciseError:
+        return ""
+    if not isinstance(other, torch.Tensor) or other.shape != (longer, longer):
+        return ""
+    wider = _band(other.bool())
+    if wider is None or wider == sides:
+        return ""
+    from_length = " (length // 2?)" if sides == (length // 2,) * 2 and wider == (longer // 2,) * 2 else ""
+    return (f"your band's width follows the length, not the window: with window={window}, each query sees "
+            f"{sides[0]} keys back and {sides[1]} ahead at length={length}, and {wider[0]} back and {wider[1]} "
+            f"ahead at length={longer}{from_length}. The width comes from the window alone: |i - j| <= window // 2 = "
+            f"{window // 2} at every length.")
 
 
 @_checker("sliding_window_mask")
@@ -353,5 +387,8 @@ def check_sliding_window_mask(fn):
         got = _check_mask_like(name, got, want, label, _window_layout, "a comparison such as (i[:, None] - i[None, :])"
                                                                        ".abs() <= window // 2 already gives bools")
         if not torch.equal(got, want):
+            follows_length = _length_probe(name, fn, got, length, window)
+            if follows_length:
+                raise ExerciseError(f"Your {name} is not right yet {label}: {follows_length}")
             _square_verdict(name, label, got, want, _window_rules(length, window, odd_passed), _window_probe, window)
         odd_passed = odd_passed or window % 2 == 1

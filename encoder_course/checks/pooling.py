@@ -43,6 +43,9 @@ _POOL_MISTAKES = [
      _slip(lambda h, keep: (h * keep).sum(dim=1) / keep.sum())),
     ("it returns the first token's vector ([CLS] pooling); mean pooling averages every real token.",
      _slip(lambda h, keep: h[:, 0])),
+    ("it returns each sequence's last real token (last-token pooling, as decoder models read a sequence); mean "
+     "pooling averages every real token.",
+     _slip(lambda h, keep: h[torch.arange(h.shape[0]), (keep[..., 0] * torch.arange(h.shape[1])).argmax(dim=1)])),
     ("it takes the maximum over the real tokens (max pooling); mean pooling averages them.",
      _slip(lambda h, keep: h.masked_fill(keep == 0, float("-inf")).amax(dim=1))),
 ]

@@ -269,6 +269,10 @@ _ROTARY_MISTAKES = [
     ("it pairs feature i with feature i + d/2 (the two halves, rotate_half in Hugging Face's code). That is a "
      "valid RoPE layout, but not the one this exercise asks for: here the pairs are interleaved, features 2i "
      "and 2i+1, x[..., 0::2] and x[..., 1::2].", _rt_slip(layout="halves")),
+    ("each pair is turned right, but the results are laid out as two halves (torch.cat([first, second], dim=-1): "
+     "every turned even feature, then every turned odd one). Each goes back to its own place: out[..., 0::2] = "
+     "first and out[..., 1::2] = second, or torch.stack([first, second], dim=-1).flatten(-2).",
+     lambda x, p, b: {"out": (lambda r: torch.cat([r[..., 0::2], r[..., 1::2]], dim=-1))(_rotary(x, p, b))}),
     ("the frequencies are base^(-i/d) with i the pair index: the exponent is 2i/d (torch.arange(0, d, 2) / d "
      "already gives 2i/d).", _rt_slip(exponent="i")),
     ("the exponent divides by d/2 instead of d: base^(-2i/(d/2)) turns the slow pairs far too slowly. The "

@@ -81,6 +81,27 @@ wrong("on-max-per-block", C_ON, "max not carried: each block measured from its o
 wrong("on-max-per-block-no-rescale", C_ON, "each block from its own max, sums added as they are",
       "each block is measured from its own maximum")(
     lambda *a, **kw: online_with(*a, **kw, carry_max=False, rescale_s=False, rescale_acc=False))
+@wrong("on-p-old-max", C_ON, "p = exp(scores - m) before m is updated: s and acc rescaled, p from the old max",
+       "is measured from the max before that block")
+def on_p_old_max(q, k, v, mask=None, block_size=4):
+    q = q / math.sqrt(q.shape[-1])
+    m = s = acc = None
+    for start in range(0, k.shape[-2], block_size):
+        scores = q @ k[..., start:start + block_size, :].transpose(-2, -1)  # (..., L_q, block)
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:start + block_size], float("-inf"))
+        block_max = scores.amax(dim=-1, keepdim=True)
+        if m is None:
+            m, s, acc = block_max, 0.0, 0.0
+        p = torch.exp(scores - m)  # the slip: m is still the old max here
+        m_new = torch.maximum(m, block_max)
+        rescale = torch.exp(m - m_new)
+        s = s * rescale + p.sum(dim=-1, keepdim=True)
+        acc = acc * rescale + p @ v[..., start:start + block_size, :]
+        m = m_new
+    return acc / s
+
+
 wrong("on-where-nan-gradient", C_ON, "torch.where(s > 0, acc / s, 0): right values, NaN gradients in masked rows",
       "but a NaN gradient")(lambda *a, **kw: online_with(*a, **kw, guard_row="where"))
 wrong("on-masked-block-nan", C_ON, "no guard: exp(-inf - -inf) on a block whose keys are all masked",

@@ -117,6 +117,9 @@ wrong("pc-probe-one-block-short", C_PC, "range(1, n_layers): one block too few",
     lambda c: 2 * count_with(c) - count_with(dataclasses.replace(c, n_layers=c.n_layers + 1)))  # one layer less
 wrong("pc-probe-gate-bias", C_PC, "SwiGLU's gate counted without its bias", "128 = d_ff short per layer")(
     lambda c: count_with(c) - (c.n_layers * c.d_ff if c.activation == "swiglu" else 0))
+wrong("pc-probe-gate-squared", C_PC, "SwiGLU's gate counted as d_ff x d_ff, where it maps d_model to d_ff",
+      "d_ff x d_ff - d_model x d_ff too many per layer")(
+    lambda c: count_with(c) + (c.n_layers * (c.d_ff - c.d_model) * c.d_ff if c.activation == "swiglu" else 0))
 wrong("pc-probe-output-bias", C_PC, "an output layer's bias (vocab_size) counted", "1 too many per vocabulary entry")(
     lambda c: count_with(c) + c.vocab_size)
 

@@ -239,6 +239,14 @@ wrong("enc-probe-embeddings-scaled", C_ENC, "the embeddings' output times sqrt(d
 wrong("enc-probe-final-residual", C_ENC, "pre-LN ends with x = x + self.final_norm(x)",
       "the final LayerNorm has no residual around it")(
     stack_with(finish=lambda self, x: x if self.final_norm is None else x + self.final_norm(x)))
+@wrong("enc-probe-embeddings-added", C_ENC, "returns x + the embeddings' output: a residual around the whole stack",
+       "a residual around the whole stack")
+class StackEmbeddingsAdded(StackRight):
+    def forward(self, token_ids, mask=None, token_type_ids=None):
+        embedded = self.embeddings(token_ids, token_type_ids)  # (B, L, d_model)
+        return super().forward(token_ids, mask, token_type_ids) + embedded
+
+
 wrong("enc-mask-as-types", C_ENC, "self.embeddings(token_ids, mask): the mask where token_type_ids go",
       "reached the embeddings as token_type_ids")(
     stack_with(embed=lambda self, ids, mask, types: self.embeddings(ids, mask)))

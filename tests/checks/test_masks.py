@@ -447,6 +447,12 @@ def sw_blocks(length, window, device=None):
     return block[:, None] == block[None, :]
 
 
+@wrong("sw-probe-length-half", C_SW, "|i - j| <= length // 2: the sequence's half (3 = window at length 7)",
+       "your band's width follows the length")
+def sw_length_half(length, window, device=None):
+    return _off(length).abs() <= length // 2
+
+
 wrong("sw-package", C_SW, "the package's own function, passed as the answer", "calls the course's own")(
     ec.sliding_window_mask)
 

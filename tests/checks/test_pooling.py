@@ -43,6 +43,8 @@ wrong("mp-batch-count", C_MP, "divides by mask.sum(): the real tokens of the who
     lambda hidden, mask: (hidden * mask[..., None]).sum(dim=1) / mask.sum())
 wrong("mp-cls", C_MP, "hidden[:, 0]: the first token ([CLS] pooling)", "the first token's vector")(
     lambda hidden, mask: hidden[:, 0])
+wrong("mp-last-token", C_MP, "hidden[arange(B), mask.sum(1) - 1]: the last real token", "last-token pooling")(
+    lambda hidden, mask: hidden[torch.arange(hidden.shape[0]), mask.sum(dim=1) - 1])
 wrong("mp-max", C_MP, "the maximum over the real tokens", "max pooling")(
     lambda hidden, mask: hidden.masked_fill(~mask[..., None], float("-inf")).amax(dim=1))
 wrong("mp-nan-empty-row", C_MP, "sum / count without a clamp: 0 / 0 = NaN for a sequence with no real token",

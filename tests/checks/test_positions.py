@@ -474,6 +474,18 @@ def rt_rotate_half(x, positions=None, base=10000.0):
     return x * emb.cos() + torch.cat([-x2, x1], dim=-1) * emb.sin()
 
 
+@wrong("rt-halves-out", C_RT, "the pairs turned right, returned as torch.cat([first, second], dim=-1)",
+       "laid out as two halves")
+def rt_halves_out(x, positions=None, base=10000.0):
+    d = x.shape[-1]
+    if positions is None:
+        positions = torch.arange(x.shape[-2])
+    angles = positions[:, None].double() * base ** (-torch.arange(0, d, 2).double() / d)  # (L, d/2)
+    even, odd = x[..., 0::2].double(), x[..., 1::2].double()
+    first, second = even * angles.cos() - odd * angles.sin(), even * angles.sin() + odd * angles.cos()
+    return torch.cat([first, second], dim=-1).to(x.dtype)
+
+
 @wrong("rt-exponent-i", C_RT, "inv_freq = base ** (-torch.arange(d // 2) / d): i/d, not 2i/d", "base^(-i/d)")
 def rt_exponent_i(x, positions=None, base=10000.0):
     length, d = x.shape[-2:]
