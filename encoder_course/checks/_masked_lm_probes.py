@@ -205,6 +205,14 @@ def _dependence_probe(case: _Case, chosen) -> str:
         return ""
     dim = max(flagged, key=flagged.get)  # the stronger of the two (one pattern shared by all makes both look odd)
     both = measured[dim][1]
+    counts, length = chosen.sum(dim=1), chosen.shape[1]  # (B,): chosen per sequence; L, padding included
+    fixed = next((k for k in {math.floor(case.p * length), round(case.p * length), math.ceil(case.p * length)}
+                  if k and torch.equal(counts, maskable.sum(dim=1).clamp(max=k))), None)
+    if dim == 1 and fixed is not None:
+        return (f"every sequence has {fixed} tokens chosen (p x L, L = {length} with the padding), or all its "
+                f"maskable ones when it has fewer: {_pct(share)} of the {n_tokens:,} maskable tokens in all, and "
+                "nearly every token of a short sequence. Each maskable token is chosen on its own with probability "
+                "p: one random number per token, torch.rand(token_ids.shape, generator=generator) < p.")
     if dim == 1:
         rows = chosen.any(dim=1) & maskable.any(dim=1)
         if bool((chosen[rows] == maskable[rows]).all()):  # whole sequences

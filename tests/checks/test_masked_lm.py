@@ -376,6 +376,20 @@ wrong("mt-probe-whole-sequences", C_MT, "one random number per sequence, torch.r
     with_choice(lambda ids, maskable, g, p: (torch.rand(ids.shape[0], 1, generator=g) < p) & maskable))
 
 
+
+def fixed_per_length(token_ids, maskable, generator, p):
+    """round(p * L) maskable tokens per sequence, L the padded length, drawn with randperm."""
+    chosen = torch.zeros_like(maskable)
+    for row, allowed in enumerate(maskable):
+        where = allowed.nonzero().flatten()  # (n,)
+        chosen[row, where[torch.randperm(len(where), generator=generator)[:round(p * token_ids.shape[1])]]] = True
+    return chosen
+
+
+wrong("mt-probe-count-per-length", C_MT, "round(p * L) tokens per sequence, L the padded length (randperm)",
+      "tokens chosen (p x L, L =")(with_choice(fixed_per_length))
+
+
 def spans(token_ids, maskable, generator, p):
     """Spans of three: a start with probability p / 3, and the two tokens after it."""
     start = torch.rand(token_ids.shape, generator=generator) < p / 3
