@@ -158,6 +158,12 @@ def _error_hint(exc: BaseException, name: str = "", masks=()) -> str:
         return ("A string was called like a function: self.activation holds the activation's name ('gelu' "
                 "or 'relu'), not the function. Look up the function it names, e.g. `F.gelu if "
                 "self.activation == 'gelu' else F.relu`.")
+    tensor_method = re.search(r"'NoneType' object has no attribute '(dim|shape|size|unsqueeze|bool|to|view|"
+                              r"reshape|expand|any|all|ndim|dtype|device)'", text)
+    if tensor_method:
+        return (f"Something that is None was used as a tensor (.{tensor_method.group(1)}): an optional argument "
+                "left at its default, mask=None or token_type_ids=None, is None; handle that case first, "
+                "`if mask is not None:`, and pass None on as it is.")
     if "'NoneType' object is not callable" in text or "'NoneType' object has no attribute" in text:
         return ("Something that is None was used as a module: a part the configuration leaves out is None "
                 "(self.final_norm in a post-LN stack, self.token_type without token types, self.norm without "

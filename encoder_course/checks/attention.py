@@ -48,6 +48,8 @@ def _attention(q, k, v, mask=None, *, scale="sqrt", softmax_dim=-1, mask_mode="f
             scores = scores.masked_fill(~use, float("-inf") if fill != "min" else torch.finfo(dtype).min)
         elif mask_mode == "zero":
             scores = scores.masked_fill(~use, 0.0)
+        elif mask_mode == "finite":  # the old BERT convention, -10000: lost among scores larger than that
+            scores = scores.masked_fill(~use, -1e4)
         elif mask_mode == "inverted_zero":  # masked_fill(mask, 0.0): both slips at once
             scores = scores.masked_fill(mask, 0.0)
         elif mask_mode == "add":  # scores + mask: True counts as 1, False as 0
@@ -288,6 +290,10 @@ def _attention_cases():
         ("with large inputs (q, k about 10, v about 1000)", *(t * s for t, s in zip(qkv(2, 3), (10, 10, 1e3))), pad4,
          "It works on ordinary inputs but not on large ones. If you wrote the softmax yourself, "
          "subtract each row's maximum before exp() (or use torch.softmax)."),
+        ("with scores far below zero (q about 10, k about -10: every allowed score about -200) and a padding mask "
+         "(2, 1, 1, 5)", *(t * s for t, s in zip((t.abs() for t in qkv(2, 3)), (10, -10, 1))), pad4,
+         "It works until every allowed score is far below zero: a masked key must lose to every allowed one, "
+         "whatever their scores. Fill with float('-inf'): a number such as -100 can beat real scores."),
         ("on float64 inputs with a padding mask (2, 1, 1, 5)", *(t.double() for t in qkv(2, 3)), pad4,
          "Keep the inputs' dtype: no .float() and no float32 tensors inside."),
         ("on a batch of one: q (1, 3, 8), k (1, 5, 8), v (1, 5, 6) without a mask", *qkv(1, l_q=3), None,

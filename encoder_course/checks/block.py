@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 
 import torch
 
@@ -213,6 +214,31 @@ def check_encoder_block(cls):
                 _check_dropout(pair, f"as {style}, dropout={dropout}, in train() mode", x, pad, dropout, norm_first)
             else:
                 pair.gradients(f"{cases[1][0]}, in eval() mode", x, pad)
+        # Other sizes and eps: nothing may be fixed to 16 wide, 4 heads or LayerNorm's default eps. Inputs of
+        # small spread (about 0.03), where eps=1e-3 changes what the norms give. (A class of one's own written
+        # without the eps argument keeps the default.)
+        eps = 1e-3 if _takes(cls, "eps") else 1e-5
+        ref = Reference(24, 3, 40, dropout=0.0, norm_first=norm_first, eps=eps, implementation="eager")
+        pair = Pair(name, cls, (24, 3, 40), ref, seed=43 + norm_first, norms=("norm1", "norm2"),
+                    kwargs={"dropout": 0.0, "norm_first": norm_first, **({"eps": eps} if eps != 1e-5 else {})})
+        label = (f"as {style} built with d_model=24, n_heads=3, d_ff=40" + (" and eps=1e-3" if eps != 1e-5 else "")
+                 + ", x (2, 5, 24) of small spread (about 0.03) with a padding mask (2, 1, 1, 5), dropout=0.0, in "
+                 "eval() mode")
+        small = _randn(g, 2, 5, 24) * 0.03
+        pair.cand.eval()
+        pair.check(label, (small, pad), _block_mistakes(norm_first, "eval", 0.0), (small, ref, pad),
+                   "take every size from the arguments and from x (never 16, 4 or a fixed eps), and give the norms "
+                   "the eps the block is built with: LayerNorm(d_model, eps=eps); self.norm1(x) then uses it.",
+                   factor=3.0, axes=("sequence", "position", "feature"))
+
+
+def _takes(cls, argument: str) -> bool:
+    """Whether ``cls(...)`` accepts ``argument`` as a keyword (named, or through ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == argument or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
 def _dropped_share(pair, label, x, mask, on: str, off: str, calls: int = 20) -> float:

@@ -60,7 +60,7 @@ from .registry import exercise
 
 def _online(q, k, v, mask, block, *, scale=True, rescale_sum=True, rescale_acc=True, max_mode="running",
             guard_blocks=True, guard_rows=True, fill="-inf", divide="end", skip_last=False, inverted=False,
-            rescale_sign=1.0, p_from="new"):
+            rescale_sign=1.0, p_from="new", mask_after=False):
     """Attention over key blocks with a running max and sum; the keywords switch on one slip each."""
     shape = scores_shape(q, k)
     if mask is not None:
@@ -77,7 +77,7 @@ def _online(q, k, v, mask, block, *, scale=True, rescale_sum=True, rescale_acc=T
     for start in starts:
         keys = slice(start, start + block)
         scores = q @ k[..., keys, :].transpose(-2, -1)
-        if mask is not None:
+        if mask is not None and not mask_after:
             scores = scores.masked_fill(~mask[..., keys], float("-inf") if fill == "-inf" else -1e9)
         if divide in ("block_mean", "block_sum"):  # each block's own softmax, the results added up
             acc = acc + torch.nan_to_num(torch.softmax(scores, dim=-1)) @ v[..., keys, :]
@@ -88,6 +88,8 @@ def _online(q, k, v, mask, block, *, scale=True, rescale_sum=True, rescale_acc=T
         rescale = torch.exp(rescale_sign * (m - base))
         # p_from="old": measured from the max before this block (the first block: from its own max)
         p = torch.exp(scores - (torch.where(torch.isinf(m), base, m) if p_from == "old" else base))
+        if mask is not None and mask_after:  # the masked keys zeroed after the exponential, yet in the max
+            p = p * mask[..., keys]
         s_new = (s * rescale if rescale_sum else s) + p.sum(dim=-1, keepdim=True)
         acc = (acc * rescale if rescale_acc else acc) + p @ v[..., keys, :]
         if divide == "running":  # divided by the running sum at every block, never multiplied back
@@ -126,6 +128,10 @@ _ONLINE_MISTAKES = [
      "rescaled to the new max: the two no longer share a base. Update the max first, m_new = max(m_old, block "
      "max), then p = exp(scores - m_new), s = s * exp(m_old - m_new) + p.sum(-1) and acc likewise.",
      _variants(p_from="old")),
+    ("the mask is applied after the exponential (p * mask), so the masked keys still count in the running max: "
+     "where they score far above the real ones, every real exp(score - m) underflows to 0. Fill the masked scores "
+     "with -inf before taking the max: scores.masked_fill(~mask_block, float('-inf')).",
+     _variants(mask_after=True)),
     ("each block is measured from its own maximum and the blocks' sums are added as they are: a running "
      "max must be carried across blocks, m_new = max(m_old, block max), and what was added before rescaled "
      "by exp(m_old - m_new).",
@@ -276,6 +282,11 @@ def _online_cases():
     cases.append((f"on {shapes} with block_size=16 (one block holds every key), no mask", q, k, v, None, 16))
     cases.append((f"on float64 inputs {shapes} with a padding mask (2, 1, 1, 11), block_size=4",
                   *(t.double() for t in qkv(b, h)), end, 4))
+    q, k, v = qkv(b, h)
+    q = q.abs() + 1.0
+    k[1, :, 7:] = k[1, :, 7:].abs() * 30.0 + 30.0  # the padded keys would score in the hundreds
+    cases.append((f"on {shapes} with a padding mask (2, 1, 1, 11) whose masked keys would score far above the "
+                  "real ones (hundreds against a few), block_size=4", q, k, v, end, 4))
     return cases
 
 

@@ -35,6 +35,10 @@ def _configs():
          EncoderConfig(**base, positions="learned", scale_embeddings=True, type_vocab_size=3)),
         ("for sinusoidal positions, 2 token types and a LayerNorm, no scaling",
          EncoderConfig(**base, positions="sinusoidal", type_vocab_size=2, embedding_norm=True)),
+        # Another width (sqrt(24) is no whole number) and a large eps: nothing fixed to 16 or to the default eps.
+        ("for d_model=24, tokens scaled by sqrt(d_model), learned positions and a LayerNorm with eps=1e-3",
+         EncoderConfig(**{**base, "d_model": 24}, positions="learned", scale_embeddings=True, embedding_norm=True,
+                       eps=1e-3)),
     ]
 
 

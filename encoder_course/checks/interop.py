@@ -166,12 +166,15 @@ def _pattern(wrong: list[str], answers: dict, want: dict) -> str:
 
 @_checker("rename_key")
 def check_rename_key(fn):
-    """Check ``rename_key(key) -> str | None`` on every key of a BERT-base checkpoint and on unknown keys."""
+    """Check ``rename_key(key) -> str | None`` on every key of a BERT-base checkpoint, the last layer of a 24-layer one,
+    and unknown keys."""
     from ..interop import IGNORED_KEYS, name_map
     from ..interop import rename_key as reference
 
     name = exercise("rename_key").name
-    keys = list(name_map(12)) + list(IGNORED_KEYS)
+    # BERT-base's 12 layers, and the last layer of a 24-layer checkpoint (BERT-large's): no table of 12 layers
+    keys = list(name_map(12)) + [key for key in name_map(24) if key.startswith("encoder.layer.23.")]
+    keys += list(IGNORED_KEYS)
     answers = {key: _answer(name, fn, key) for key in keys}
     for key, value in answers.items():
         if value[0] == "value" and value[1] is not None and not isinstance(value[1], str):

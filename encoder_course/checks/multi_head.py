@@ -106,6 +106,9 @@ _MHA_MISTAKES = [
      _slip({"softmax_dim": 1}, {"softmax_dim": 2})),
     ("the mask is inverted. True means 'may attend': fill the scores where the mask is False.",
      _slip(*({"fill": f} for f in ("zero", "nan", "min")), mask_mode="inverted")),
+    ("masked scores are filled with -1e4, a finite number that scores as large as these outgrow, so the masked "
+     "keys still get weight. Fill them with float('-inf') before the softmax: it loses to any score.",
+     _slip(mask_mode="finite")),
     ("masked scores are set to 0, which still gives those keys weight. Fill them with float('-inf') "
      "before the softmax.", _slip(mask_mode="zero")),
     ("the mask is applied after the softmax; fill the masked scores with float('-inf') before it.",

@@ -517,13 +517,22 @@ def sdpa_mean_added(q, k, v, mask=None):
     return out + v.mean(dim=-2, keepdim=True), w
 
 
-@wrong("sdpa-probe-fill-minus-five", C_SDPA, "masked scores filled with -5", "to keys the mask forbids")
-def sdpa_minus_five(q, k, v, mask=None):
-    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    if mask is not None:
-        s = s.masked_fill(~mask, -5.0)
-    w = s.softmax(dim=-1)
-    return w @ v, w
+def sdpa_filled(value):
+    """Attention whose masked scores are filled with a finite ``value``."""
+    def attend(q, k, v, mask=None):
+        s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            s = s.masked_fill(~mask, value)
+        w = s.softmax(dim=-1)
+        return w @ v, w
+
+    return attend
+
+
+wrong("sdpa-fill-minus-100", C_SDPA, "masked scores filled with -100: beaten only by scores below -100",
+      "a masked key must lose to every allowed one")(sdpa_filled(-100.0))
+wrong("sdpa-probe-fill-minus-five", C_SDPA, "masked scores filled with -5", "to keys the mask forbids")(
+    sdpa_filled(-5.0))
 
 
 @wrong("sdpa-probe-scores-over-max", C_SDPA, "scores divided by their row maximum before the softmax",

@@ -661,6 +661,29 @@ class BlkMaskSqueezeBatchOfOne(BlockRight):
 # Right answers, in many styles, each to pass
 
 
+@wrong("blk-mask-four-heads", C_BLK, "mask.expand(B, 4, L, L): the example's 4 heads written in",
+       "Pass the block's mask on to self.attn as given")
+class BlkFourHeads(BB):
+    def forward(self, x, mask=None):
+        if mask is not None:
+            mask = mask.expand(x.shape[0], 4, x.shape[1], x.shape[1])  # (B, 4, L, L)
+        return BlockRight.forward(self, x, mask)
+
+
+@wrong("blk-default-eps", C_BLK, "F.layer_norm(t, t.shape[-1:], norm.weight, norm.bias): the norms' eps ignored",
+       "give the norms the eps the block is built with")
+class BlkDefaultEps(BB):
+    def forward(self, x, mask=None):
+        def norm(layer, t):
+            return F.layer_norm(t, t.shape[-1:], layer.weight, layer.bias)  # eps left at 1e-5
+
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(norm(self.norm1, x), mask))
+            return x + self.dropout2(self.ffn(norm(self.norm2, x)))
+        x = norm(self.norm1, x + self.dropout1(self.attn(x, mask)))
+        return norm(self.norm2, x + self.dropout2(self.ffn(x)))
+
+
 wrong("blk-package", C_BLK, "the package's own class, passed as the answer", "calls the course's own")(ec.EncoderBlock)
 right("blk-right", C_BLK, "nn.Dropout on each sublayer's output, both layouts")(BlockRight)
 

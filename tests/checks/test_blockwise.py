@@ -102,6 +102,24 @@ def on_p_old_max(q, k, v, mask=None, block_size=4):
     return acc / s
 
 
+@wrong("on-mask-after-exp", C_ON, "p = exp(scores - m) * mask: the masked keys zeroed, yet counted in the max",
+       "the mask is applied after the exponential")
+def on_mask_after_exp(q, k, v, mask=None, block_size=4):
+    q = q / math.sqrt(q.shape[-1])
+    shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    allowed = None if mask is None else mask.expand(shape)
+    m = torch.full((*shape[:-1], 1), float("-inf"), dtype=q.dtype)
+    s, acc = torch.zeros_like(m), torch.zeros((*shape[:-1], v.shape[-1]), dtype=q.dtype)
+    for start in range(0, k.shape[-2], block_size):
+        keys = slice(start, start + block_size)
+        scores = q @ k[..., keys, :].transpose(-2, -1)  # (..., L_q, block), nothing filled
+        m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))
+        p = torch.exp(scores - m_new) * (1.0 if allowed is None else allowed[..., keys])
+        rescale = torch.exp(m - m_new)
+        s, acc, m = s * rescale + p.sum(dim=-1, keepdim=True), acc * rescale + p @ v[..., keys, :], m_new
+    return torch.where(s > 0, acc / s.clamp(min=torch.finfo(s.dtype).tiny), torch.zeros_like(acc))
+
+
 wrong("on-where-nan-gradient", C_ON, "torch.where(s > 0, acc / s, 0): right values, NaN gradients in masked rows",
       "but a NaN gradient")(lambda *a, **kw: online_with(*a, **kw, guard_row="where"))
 wrong("on-masked-block-nan", C_ON, "no guard: exp(-inf - -inf) on a block whose keys are all masked",

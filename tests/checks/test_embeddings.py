@@ -265,6 +265,31 @@ class EmbTypesTwice(ES):
         return self.dropout(self.norm(x) if self.norm is not None else x)
 
 
+@wrong("emb-probe-scale-isqrt", C_EMB, "x * math.isqrt(d_model): the square root rounded down (4 for 24)",
+       "the mistake is in the token vectors")
+class EmbIsqrt(EmbRight):
+    def forward(self, token_ids, token_type_ids=None):
+        if not self.config.scale_embeddings:
+            return super().forward(token_ids, token_type_ids)
+        x = self.token(token_ids) * math.isqrt(self.config.d_model) + self.table()[:token_ids.shape[1]]
+        if self.token_type is not None:
+            x = x + self.token_type(torch.zeros_like(token_ids) if token_type_ids is None else token_type_ids)
+        return self.dropout(x if self.norm is None else self.norm(x))
+
+
+@wrong("emb-probe-default-eps", C_EMB, "F.layer_norm(x, (d,), norm.weight, norm.bias): config.eps ignored",
+       "what follows them (the LayerNorm) changes them")
+class EmbDefaultEps(EmbRight):
+    def forward(self, token_ids, token_type_ids=None):
+        x = self.token(token_ids) * (math.sqrt(self.config.d_model) if self.config.scale_embeddings else 1.0)
+        x = x + self.table()[:token_ids.shape[1]]
+        if self.token_type is not None:
+            x = x + self.token_type(torch.zeros_like(token_ids) if token_type_ids is None else token_type_ids)
+        if self.norm is not None:
+            x = F.layer_norm(x, x.shape[-1:], self.norm.weight, self.norm.bias)  # eps left at 1e-5
+        return self.dropout(x)
+
+
 @wrong("emb-probe-tokens-squared", C_EMB, "the token vectors squared before the sum",
        "the mistake is in the token vectors")
 class EmbTokensSquared(ES):

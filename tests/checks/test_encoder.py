@@ -239,6 +239,15 @@ wrong("enc-probe-embeddings-scaled", C_ENC, "the embeddings' output times sqrt(d
 wrong("enc-probe-final-residual", C_ENC, "pre-LN ends with x = x + self.final_norm(x)",
       "the final LayerNorm has no residual around it")(
     stack_with(finish=lambda self, x: x if self.final_norm is None else x + self.final_norm(x)))
+@wrong("enc-mask-none-unchecked", C_ENC, "if mask.dim() == 2: without `mask is not None`: mask=None crashes",
+       "an optional argument left at its default")
+class StackMaskNoneUnchecked(StackRight):
+    def forward(self, token_ids, mask=None, token_type_ids=None):
+        if mask.dim() == 2:
+            mask = mask[:, None, None, :]  # (B, 1, 1, L)
+        return super().forward(token_ids, mask, token_type_ids)
+
+
 @wrong("enc-probe-embeddings-added", C_ENC, "returns x + the embeddings' output: a residual around the whole stack",
        "a residual around the whole stack")
 class StackEmbeddingsAdded(StackRight):

@@ -74,6 +74,15 @@ wrong("rk-plain-exception", C_RK, "raise Exception(...) for an unknown key", "th
     lambda key: rename_with(key, unknown="exception"))
 wrong("rk-our-names-kept", C_RK, "a key that looks like one of our names returned as it is ('already converted')",
       "loading a tensor under a made-up name")(lambda key: rename_with(key, unknown="ours-kept"))
+@wrong("rk-probe-twelve-layers", C_RK, "a table of BERT-base's layers 0-11 only; any other layer raises ValueError",
+       "Every key of layer 23 is wrong")
+def rk_twelve_layers(key):
+    layer = re.match(r"encoder\.layer\.(\d+)\.", key)
+    if layer and int(layer.group(1)) > 11:
+        raise ValueError(f"unknown key {key!r}")
+    return rename_with(key)
+
+
 wrong("rk-norms-swapped", C_RK, "attention.output.LayerNorm -> norm2 and output.LayerNorm -> norm1",
       "attention.output.LayerNorm and output.LayerNorm are swapped")(
     lambda key: rename_with(key, parts=swapped("attention.output.LayerNorm", "output.LayerNorm")))

@@ -933,6 +933,17 @@ class MHAH1Right(MB):
 # What the learner's side reports is checked against the contract, never taken on trust (grading round 6).
 
 
+@wrong("mha-fill-minus-1e4", C_MHA, "masked_fill(~mask, -1e4): BERT's old additive mask, beaten by large scores",
+       "filled with -1e4, a finite number")
+class MHAFillFinite(MB):
+    def forward(self, x, mask=None):
+        q, k, v = self.qkv(x)  # (B, H, L, d_head) each
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, L, L)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, -1e4)
+        return self.w_o(self.merge(torch.softmax(scores, dim=-1) @ v))
+
+
 @wrong("mha-int8-weights", C_MHA, "int8 weights (random weights become 0) and an output of zeros",
        "are float32")
 class MHAInt8(MB):

@@ -95,6 +95,25 @@ def pe_shared_buffer(seq_len, d_model):
 wrong("pe-shared-buffer", C_PE, "a view of a global buffer, written by every call", "changed when")(pe_shared_buffer)
 
 
+_PE_BY_WIDTH, _PE_BY_LENGTH = {}, {}
+
+
+@wrong("pe-cached-by-width", C_PE, "a table built once per d_model at the first seq_len, sliced after",
+       "is the table's length fixed")
+def pe_cached_by_width(seq_len, d_model):
+    if d_model not in _PE_BY_WIDTH:
+        _PE_BY_WIDTH[d_model] = _pe(seq_len, d_model)
+    return _PE_BY_WIDTH[d_model][:seq_len].clone()
+
+
+@wrong("pe-cached-by-length", C_PE, "a table cached by seq_len alone: a later width gets the old table",
+       "a table kept from an earlier call of the same length")
+def pe_cached_by_length(seq_len, d_model):
+    if seq_len not in _PE_BY_LENGTH:
+        _PE_BY_LENGTH[seq_len] = _pe(seq_len, d_model)
+    return _PE_BY_LENGTH[seq_len].clone()
+
+
 @wrong("pe-halves", C_PE, "all sines, then all cosines", "they are interleaved")
 def pe_halves(L, d):
     pos = torch.arange(L, dtype=torch.float32)[:, None]
