@@ -16,13 +16,15 @@ from .registry import exercise
 def _ln(x, weight, bias, eps, *, dims=(-1,), unbiased=False, use_w=True, use_b=True, center=True, swap=False,
         rms=False, bias_first=False, eps_how="add", weight_scale=None):
     """LayerNorm in float64 and its usual slips; ``eps_how``: how eps meets the variance ("add", "none", "out":
-    added to the standard deviation, "clamp": var.clamp(min=eps), "squared": eps read as a standard deviation)."""
+    added to the standard deviation, "root_out": its root added so, "clamp": var.clamp(min=eps), "squared": eps
+    read as a standard deviation)."""
     x64 = x.double()
     mean = x64.mean(dim=dims, keepdim=True) if center else 0.0
     # RMSNorm: the mean square, nothing subtracted
     var = (x64 ** 2).mean(dim=dims, keepdim=True) if rms else x64.var(dim=dims, keepdim=True, unbiased=unbiased)
     std = {"add": lambda: torch.sqrt(var + eps), "none": lambda: torch.sqrt(var + 0.0), "out": lambda: var.sqrt() + eps,
-           "clamp": lambda: torch.sqrt(var.clamp(min=eps)), "squared": lambda: torch.sqrt(var + eps ** 2)}[eps_how]()
+           "clamp": lambda: torch.sqrt(var.clamp(min=eps)), "squared": lambda: torch.sqrt(var + eps ** 2),
+           "root_out": lambda: var.sqrt() + eps ** 0.5}[eps_how]()
     if weight_scale is not None:  # gamma changed before use (normalised, say)
         weight = weight_scale(weight.double())
     w, b = (bias, weight) if swap else (weight, bias)
@@ -50,6 +52,12 @@ _LN_MISTAKES = [
      "x.var(dim=-1, unbiased=False, keepdim=True) (torch.var and torch.std default to unbiased).",
      _slip({}, {"eps_how": "out"}, unbiased=True)),
     ("eps is added outside the square root. It belongs inside: (x - mean) / sqrt(var + eps).", _slip(eps_how="out")),
+    ("eps is added outside the square root, as its own root: sqrt(var) + sqrt(eps) is not sqrt(var + eps). eps "
+     "belongs inside: (x - mean) / sqrt(var + eps).", _slip(eps_how="root_out")),
+    ("the variance is not centred: (x ** 2).mean(-1) is the mean square, the variance only when the mean is 0. "
+     "Square the centred values, ((x - mean) ** 2).mean(-1), or x.var(dim=-1, unbiased=False).",
+     # (not where the mean dwarfs the spread: there any answer that loses the spread looks like this one)
+     lambda x, w, b, e: [] if float(x.double().mean(-1).abs().max()) > 1e3 else [_ln(x, w, b, e, rms=True)]),
     ("eps is missing: divide by sqrt(var + eps), not sqrt(var) (it matters when the variance is tiny).",
      _slip(eps_how="none")),
     ("it ignores the eps it was given: use self.eps (the value passed to __init__), not a fixed number.",

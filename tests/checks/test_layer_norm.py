@@ -46,6 +46,21 @@ wrong("ln-fixed-eps", C_LN, "eps fixed at 1e-5, self.eps ignored", "use self.eps
 wrong("ln-swap", C_LN, "y * bias + weight", "are swapped: y = x_hat * weight + bias")(make_ln(swap=True))
 
 
+@wrong("ln-uncentred-variance", C_LN, "x - mean on top, but var = (x ** 2).mean(-1) below",
+       "the variance is not centred")
+class LNUncentred(LB):
+    def forward(self, x):
+        return self.norm(x, x.mean(-1, keepdim=True), (x ** 2).mean(-1, keepdim=True))
+
+
+@wrong("ln-root-eps-outside", C_LN, "(x - mean) / (var.sqrt() + math.sqrt(eps))", "as its own root")
+class LNRootEpsOutside(LB):
+    def forward(self, x):
+        centred = x - x.mean(-1, keepdim=True)
+        std = centred.pow(2).mean(-1, keepdim=True).sqrt()
+        return self.weight * centred / (std + self.eps ** 0.5) + self.bias
+
+
 @wrong("ln-in-place", C_LN, "x -= mean changes the caller's x", "changed its input `x` in place")
 class LNInPlace(LB):
     def forward(self, x):
