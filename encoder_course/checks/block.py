@@ -217,11 +217,11 @@ def check_encoder_block(cls):
         # Other sizes and eps: nothing may be fixed to 16 wide, 4 heads or LayerNorm's default eps. Inputs of
         # small spread (about 0.03), where eps=1e-3 changes what the norms give. (A class of one's own written
         # without the eps argument keeps the default.)
-        eps = 1e-3 if _takes(cls, "eps") else 1e-5
-        ref = Reference(24, 3, 40, dropout=0.0, norm_first=norm_first, eps=eps, implementation="eager")
+        given_eps = {"eps": 1e-3} if _takes(cls, "eps") else {}
+        ref = Reference(24, 3, 40, dropout=0.0, norm_first=norm_first, implementation="eager", **given_eps)
         pair = Pair(name, cls, (24, 3, 40), ref, seed=43 + norm_first, norms=("norm1", "norm2"),
-                    kwargs={"dropout": 0.0, "norm_first": norm_first, **({"eps": eps} if eps != 1e-5 else {})})
-        label = (f"as {style} built with d_model=24, n_heads=3, d_ff=40" + (" and eps=1e-3" if eps != 1e-5 else "")
+                    kwargs={"dropout": 0.0, "norm_first": norm_first, **given_eps})
+        label = (f"as {style} built with d_model=24, n_heads=3, d_ff=40" + (" and eps=1e-3" if given_eps else "")
                  + ", x (2, 5, 24) of small spread (about 0.03) with a padding mask (2, 1, 1, 5), dropout=0.0, in "
                  "eval() mode")
         small = _randn(g, 2, 5, 24) * 0.03
