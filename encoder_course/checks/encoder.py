@@ -188,6 +188,33 @@ def _final_probe(pair, label, ids, mask, types) -> str:
     return ""
 
 
+def _ending_probe(pair, label, ids, mask, types) -> str:
+    """Two endings of its own: the padding's rows zeroed, or a post-LN output normalised once more."""
+    try:
+        with torch.no_grad():
+            got, want = pair.call(label, ids, mask, types), pair.want(ids, mask, types)
+    except ExerciseError:
+        return ""
+    if got.shape != want.shape:
+        return ""
+    if mask is not None and mask.dim() == 4 and mask.shape[-2] == 1:
+        real = mask[:, 0, 0, :, None].expand_as(want)
+        if not bool(real.all()) and _close(got[real], want[real], 3.0) and bool((got[~real] == 0).all()):
+            return ("your output is right at the real tokens and 0 at the padding, where the stack gives what its "
+                    "layers compute: a padding position still attends to the real tokens, and what comes out there "
+                    "is ignored later (by the loss or the pooling). Return the last layer's output as it is, "
+                    "without zeroing the padding's rows.")
+    if pair.ref.final_norm is None:
+        d = want.shape[-1]
+        again = torch.nn.functional.layer_norm(want, (d,))  # the reference's output normalised once more
+        if _close(torch.nn.functional.layer_norm(got, (d,)), again, 3.0) and not _close(got, want, 3.0):
+            return ("your output is the right one normalised once more, as if a LayerNorm came after the last "
+                    "block: a post-LN block already ends with its own norm2, and only pre-LN (norm_first=True) adds "
+                    "a final LayerNorm. For post-LN, final_norm is None (the exercise's __init__ builds it only when "
+                    "config.norm_first) and forward skips it.")
+    return ""
+
+
 def _attention_off(n_layers: int):
     """With every layer's attention giving zeros, the mask no longer matters: right then means the mask is wrong."""
     off = {f"layers.{i}.attn.w_o.{p}": 0.0 for i in range(n_layers) for p in ("weight", "bias")}
@@ -307,7 +334,8 @@ def check_encoder_stack(cls):
                             functools.partial(_one_layer_probe, pair, cls, cfg, label, ids, mask, types),
                             pair.settings_probe(label, (ids, mask, types),
                                                 _FINAL_NORM_PLAIN if pair.ref.final_norm is not None else [], 3.0),
-                            functools.partial(_final_probe, pair, label, ids, mask, types)],
+                            functools.partial(_final_probe, pair, label, ids, mask, types),
+                            functools.partial(_ending_probe, pair, label, ids, mask, types)],
                     axes=("sequence", "position", "feature"))
         case, ids, mask, types = cases[1]
         pair.gradients(f"{desc}, {case}, in eval() mode", ids, mask, types)
@@ -335,3 +363,29 @@ def _check_dropout(name, cls, cfg, g) -> None:
             f"{label}, where dropout does nothing: some dropout of your own stays on in eval() mode.\nHint: the "
             "stack needs no dropout of its own (the embeddings and the layers have theirs); F.dropout(x, p) drops in "
             "eval() too unless it is given training=self.training.")
+    pair.cand.train()
+    _check_own_dropout(pair, label.replace("in eval() mode", "in train() mode"), ids, mask)
+
+
+def _check_own_dropout(pair, label, ids, mask) -> None:
+    """The stack in train() with every submodule but its own dropout layers in eval(): a right stack is then
+    the eval() stack, as all its dropout lives in the embeddings and the layers. A dropout of the stack's
+    own (an nn.Dropout on self, or F.dropout with self.training) still drops."""
+    # by type name: the grader's checker sees mirrors of the learner's modules, named like them
+    own = [child for child in pair.cand.children()
+           if not all(type(m).__name__ in ("Dropout", "ModuleList", "Sequential", "ModuleDict") for m in child.modules())]
+    for child in own:
+        child.eval()
+    label = label.replace("in train() mode", "in train() mode, its embeddings and layers switched to eval()")
+    try:
+        first, second = pair.call(label, ids, mask), pair.call(label, ids, mask)
+    finally:
+        pair.cand.train()
+    random = not _identical(first, second)
+    if random or not _close(first, pair.want(ids, mask), 3.0):
+        why = ("still gives a different output each time {}: a dropout of the stack's own drops on top of theirs, so "
+               "training drops more than the config's rate" if random else
+               "differs from its eval() output {}: something of the stack's own acts in train() mode")
+        raise ExerciseError(
+            f"Your {pair.name} {why.format(label)}.\nHint: the stack needs no dropout of its own (the embeddings and "
+            "every block have theirs), and nothing in forward depends on self.training; forward only calls them.")

@@ -48,7 +48,26 @@ _POOL_MISTAKES = [
      _slip(lambda h, keep: h[torch.arange(h.shape[0]), (keep[..., 0] * torch.arange(h.shape[1])).argmax(dim=1)])),
     ("it takes the maximum over the real tokens (max pooling); mean pooling averages them.",
      _slip(lambda h, keep: h.masked_fill(keep == 0, float("-inf")).amax(dim=1))),
+    ("it counts the real tokens by their vectors (the rows of hidden * mask that are not all zero), so a real "
+     "token whose vector is all zeros is left out of the count. A token is real because the mask says so: "
+     "divide by mask.sum(dim=1, keepdim=True).",
+     _slip(lambda h, keep: (h * keep).sum(dim=1)
+           / ((h * keep) != 0).any(dim=-1, keepdim=True).sum(dim=1).clamp(min=1))),
 ]
+
+_BY_LONGEST = ("it divides every sequence by the longest sequence's number of real tokens, mask.sum(dim=1).max(), "
+               "not by its own: divide by mask.sum(dim=1, keepdim=True), one count per sequence.")
+
+
+def _longest_or_length(name, fn, label, hidden, mask, mistake):
+    """Dividing by L and by the longest sequence's count agree when one sequence has no padding: a pad column
+    more tells them apart. Returns the message that fits."""
+    if not mistake.startswith("it divides by the length L") or int(mask.sum(dim=1).max()) != mask.shape[1]:
+        return mistake
+    wider = _invoke(name, f"{label}, with one more pad at the end", fn,
+                    torch.cat([hidden, hidden[:, :1]], dim=1), torch.cat([mask, mask[:, :1] & False], dim=1))
+    longest = ((hidden.double() * mask[..., None]).sum(dim=1) / mask.sum(dim=1).max()).to(hidden.dtype)
+    return _BY_LONGEST if isinstance(wider, torch.Tensor) and _close(wider, longest) else mistake
 
 
 def _rehint(hidden, exc):
@@ -156,6 +175,8 @@ def check_mean_pool(fn):
          torch.tensor([[1, 1, 1, 0, 0]], dtype=torch.bool)),
         ("for large values (about 1000), hidden (3, 6, 4)", h * 1e3, places),
         ("for float64 hidden (3, 6, 4)", _randn(g, b, length, d).double(), end),
+        ("for hidden (3, 6, 4) in which two real tokens have vectors of all zeros (as after a ReLU)",
+         h.index_put((torch.tensor([1, 2]), torch.tensor([1, 4])), torch.zeros(d)), end),
         ("for hidden (2, 3, 4) whose second sequence has no real token at all",
          _randn(g, 2, 3, d), torch.tensor([[1, 1, 0], [0, 0, 0]], dtype=torch.bool)),
     ]
@@ -195,7 +216,9 @@ def check_mean_pool(fn):
                 "the package gives zeros there (there is nothing to average): divide the masked sum by the "
                 "count clamped to at least 1."
             )
-        mistake = _first_match({"out": got}, _POOL_MISTAKES, hidden, mask) or _probe(name, fn, label, hidden, mask)
+        mistake = _first_match({"out": got}, _POOL_MISTAKES, hidden, mask)
+        mistake = (_longest_or_length(name, fn, label, hidden, mask, mistake) if mistake
+                   else _probe(name, fn, label, hidden, mask))
         if mistake:
             raise ExerciseError(f"Your {name} is not right yet {label}: {mistake}")
         raise ExerciseError(

@@ -231,6 +231,49 @@ def stack_with(*, embed=None, layers=None, finish=None):
     return Stack
 
 
+@wrong("enc-own-dropout-each-layer", C_ENC, "an nn.Dropout of the stack's own after every block",
+       "a dropout of the stack's own drops on top of theirs")
+class StackOwnDropout(StackRight):
+    def __init__(self, config):
+        super().__init__(config)
+        self.drop = torch.nn.Dropout(config.dropout)
+
+    def forward(self, token_ids, mask=None, token_type_ids=None):
+        x = self.drop(self.embeddings(token_ids, token_type_ids))
+        if mask is not None and mask.dim() == 2:
+            mask = mask[:, None, None, :]
+        for layer in self.layers:
+            x = self.drop(layer(x, mask))
+        return x if self.final_norm is None else self.final_norm(x)
+
+
+wrong("enc-own-functional-dropout", C_ENC, "F.dropout(embeddings, config.dropout, self.training) in the stack",
+      "a dropout of the stack's own drops on top of theirs")(
+    stack_with(embed=lambda self, ids, mask, types: torch.nn.functional.dropout(
+        self.embeddings(ids, types), self.config.dropout, self.training)))
+wrong("enc-train-rescaled", C_ENC, "the output divided by 1 - dropout when self.training",
+      "something of the stack's own acts in train() mode")(
+    stack_with(finish=lambda self, x: (x if self.final_norm is None else self.final_norm(x))
+               / (1 - self.config.dropout if self.training else 1.0)))
+@wrong("enc-probe-padding-zeroed", C_ENC, "the output multiplied by the padding mask at the end",
+       "your output is right at the real tokens and 0 at the padding")
+class StackPaddingZeroed(StackRight):
+    def forward(self, token_ids, mask=None, token_type_ids=None):
+        x = super().forward(token_ids, mask, token_type_ids)
+        if mask is None or mask.dim() != 4 or mask.shape[-2] != 1:
+            return x
+        return x * mask[:, 0, 0, :, None]
+
+
+@wrong("enc-probe-post-ln-final-norm", C_ENC, "a final LayerNorm built and applied for post-LN too",
+       "your output is the right one normalised once more")
+class StackPostFinalNorm(StackRight):
+    def __init__(self, config):
+        super().__init__(config)
+        if self.final_norm is None:
+            self.final_norm = torch.nn.LayerNorm(config.d_model, eps=config.eps)
+
+
 wrong("enc-probe-one-short", C_ENC, "for layer in self.layers[:-1]", "after 2 of its 3 layers")(
     stack_with(layers=lambda self: self.layers[:-1]))
 wrong("enc-probe-embeddings-scaled", C_ENC, "the embeddings' output times sqrt(d_model) again in the stack",

@@ -101,6 +101,16 @@ wrong("mp-probe-whole-batch", C_MP, "hidden[mask].mean(0) expanded to (B, d): on
 wrong("mp-probe-unit-length", C_MP, "the mean normalised to length 1 (F.normalize)", "normalised after the mean")(
     lambda hidden, mask: torch.nn.functional.normalize(
         (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True).clamp(min=1), dim=-1))
+wrong("mp-divide-by-longest", C_MP, "every sequence divided by mask.sum(1).max(), the longest one's count",
+      "the longest sequence's number of real tokens")(
+    lambda hidden, mask: (hidden * mask[..., None]).sum(1) / mask.sum(1).max().clamp(min=1))
+
+
+@wrong("mp-count-nonzero-rows", C_MP, "tokens counted as the rows of hidden * mask that are not all zero",
+       "it counts the real tokens by their vectors")
+def mp_count_nonzero_rows(hidden, mask):
+    kept = hidden * mask[..., None]
+    return kept.sum(1) / (kept.abs().sum(-1) > 0).sum(1, keepdim=True).clamp(min=1)
 
 
 # ----------------------------------------------------------------------------------------------
