@@ -331,9 +331,20 @@ class Pair:
         def theirs(**given):
             return self.want(given.get("x", first), *rest)
 
-        _check_gradients(self.name, label, mine, theirs, grad_inputs,
-                         {path: _sub(self.name, self.cand, path) for path in self.paths},
-                         {path: _sub(self.name, self.ref, path) for path in self.paths})
+        try:
+            _check_gradients(self.name, label, mine, theirs, grad_inputs,
+                             {path: _sub(self.name, self.cand, path) for path in self.paths},
+                             {path: _sub(self.name, self.ref, path) for path in self.paths})
+        except ExerciseError as exc:
+            kept = _kept_state(self.cand)
+            if not kept or "cuts the gradient" not in str(exc):
+                raise
+            said = str(exc).split("\nHint:")[0]
+            raise ExerciseError(
+                f"{said}\nYour forward keeps {', '.join(f'`{k}`' for k in kept)} from an earlier call: a tensor "
+                "made from the weights then is a copy, which no gradient "
+                "passes back through to the weights, and which does not follow them when they change (the next "
+                "training step would use the old values)." + _KEPT_HINT) from None
 
     # ------------------------------------------------------------------------------------------
     # Probing: one thing varied at a time

@@ -195,6 +195,10 @@ def _error_hint(exc: BaseException, name: str = "", masks=()) -> str:
     if "view size is not compatible" in text:
         return ("a tensor that was transposed cannot be .view()-ed: use .reshape(...) or "
                 ".contiguous().view(...).")
+    if "einsum()" in text and "number of subscripts" in text:
+        return ("Your einsum's equation names a fixed number of dimensions, and this input has another: write "
+                "the leading (batch, heads) dimensions as an ellipsis ('...'; for attention's scores "
+                "'...qd,...kd->...qk'), so one equation fits inputs with or without a heads dimension.")
     if "must be a 3D tensor" in text:
         return "torch.bmm works only on 3-D tensors; `@` (torch.matmul) handles any number of leading dimensions."
     shape_hint = _shape_hint(ex, has_mask) if ex is not None else ""

@@ -181,6 +181,10 @@ def _attention_probe(name, fn, label, q, k, v, mask, out, weights) -> str:
                 "nothing added or changed after it.")
     sums = w64.sum(dim=-1)
     if torch.isfinite(sums).all() and not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
+        if torch.allclose(sums, torch.ones_like(sums), atol=3e-3):
+            return (f"the rows of your weights sum to {float(sums.min()):.4g} to {float(sums.max()):.4g}, 1 to about "
+                    "3 digits only: the softmax is computed in a lower precision (float16 or bfloat16) somewhere, "
+                    "or rounded. Keep the inputs' dtype all the way (no .half()).")
         return (f"the rows of your weights sum to {float(sums.min()):.4g} to {float(sums.max()):.4g}, not 1: each "
                 "query's weights over the keys are a softmax, exp(s) / exp(s).sum(dim=-1, keepdim=True), with "
                 "nothing else added to the denominator.")
@@ -257,6 +261,36 @@ def _scale_probe(q, k, weights, mask=None) -> str:
     return (f"your weights are softmax(q @ k^T / c) with c = {scale:.4g}, but c should be sqrt(d_k) = "
             f"sqrt({d_k}) = {math.sqrt(d_k):.4g}. Look at how you compute the scale (d_k = q.shape[-1]; "
             "math.sqrt(d_k) or d_k ** 0.5).")
+
+
+@probe
+def _rows_probe(name, fn, label, q, k, v, mask) -> str:
+    """A mask with one row per query, used as if it had one row for all (reduced over the queries, or one row
+    taken): the answer is then right for a mask whose rows are all the same. Tried with the mask's row that
+    allows the fewest keys (two at least, so that the softmax and the scale still show), spread over every
+    query."""
+    if mask is None or mask.dim() < 2 or mask.shape[-2] == 1:
+        return ""
+    rows = torch.broadcast_to(mask, scores_shape(q, k))
+    if bool((rows == rows[..., :1, :]).all()):
+        return ""
+    counts = rows.sum(dim=-1).flatten()
+    usable = (counts >= 2) & (counts < rows.shape[-1])  # a softmax over 2 or more keys, and a key masked
+    if not bool(usable.any()):
+        return ""
+    row = rows.reshape(-1, rows.shape[-1])[counts.masked_fill(~usable, rows.shape[-1]).argmin()]
+    same = torch.broadcast_to(row, mask.shape).clone()
+    got = _invoke(name, f"{label}, every row of the mask made the same", fn, *_given(q, k, v, same).values())
+    want = _attention(q, k, v, same)
+    if not (isinstance(got, (tuple, list)) and len(got) == 2 and all(isinstance(t, torch.Tensor) for t in got)
+            and got[0].shape == want["out"].shape and got[1].shape == want["weights"].shape
+            and _close(got[0], want["out"]) and _close(got[1], want["weights"])):
+        return ""
+    return ("every query gets the same row of the mask: your answer is right when all the mask's rows are the same "
+            "(a padding mask spread over the queries), and wrong for this one, where each query has a row of its "
+            "own. Is the mask reduced over its queries (mask.any(dim=-2)) or one row taken (mask[..., -1:, :])? "
+            "Row i says which keys query i may see: use the mask as given, scores.masked_fill(~mask, "
+            "float('-inf')), which lines it up with the scores row by row.")
 
 
 def _attention_cases():
@@ -372,8 +406,8 @@ def check_scaled_dot_product_attention(fn):
                 f"applied {label}.\nHint: return the weights after the softmax of the masked scores, the "
                 "same ones you multiply v with."
             )
-        found = _first_match(bad, _ATTENTION_MISTAKES, q, k, v, mask) or (
-            _scale_probe(q, k, weights, mask))
+        found = (_rows_probe(name, fn, label, q, k, v, mask) or _first_match(bad, _ATTENTION_MISTAKES, q, k, v, mask)
+                 or _scale_probe(q, k, weights, mask))
         if found:
             raise ExerciseError(f"Your {name} is not right yet {label}: {found}")
         if any(torch.isnan(t).any() for t in bad.values()):

@@ -9,7 +9,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._compare import _close, _describe, _fitted_factor
+from ._compare import _close, _describe, _fitted_factor, probe
 from ._modules import Pair, _build, _copy_params
 from ._run import ExerciseError, _checker, _gen, _randn
 from .attention import _attention, _fragile
@@ -265,6 +265,40 @@ def _scale_probe(pair, label, x, mask, n_heads) -> str:
             f"{math.sqrt(d_head):.4g} (the rest, the heads, the mask and the softmax, is right).{precedence}")
 
 
+def _padded_queries_probe(pair, label, x, mask) -> str:
+    """With a padding mask, an answer wrong only at the padding's own positions (as queries) masks queries too."""
+    if mask is None or mask.dim() != 4 or mask.shape[-2] != 1:
+        return ""
+    got, want = pair.call(label, x, mask).detach(), pair.want(x, mask).detach()
+    real = mask[:, 0, 0, :, None].expand_as(want)  # (B, L, d_model): True at the real tokens
+    if got.shape != want.shape or bool(real.all()) or not _close(got[real], want[real]) or _close(got, want):
+        return ""
+    zero = bool((got[~real] == 0).all())
+    return ("only the outputs at the padding's positions differ, as queries"
+            + (" (yours are 0 there)" if zero else "") + ": the mask hides keys, not queries. A padding query "
+            "still attends to the real keys and gets an ordinary output, which is ignored later (by the loss or "
+            "the pooling): use the (B, 1, 1, L) mask as given, without masking the queries or zeroing their rows.")
+
+
+@probe
+def _first_sequence_probe(pair, label, x, mask, n_heads) -> str:
+    """Every sequence given the first one's mask (mask[0]): with its batch order reversed, the first sequence of
+    the mask is padded, and the answer then pads every sequence so."""
+    if mask is None or mask.shape[0] < 2:
+        return ""
+    flipped = mask.flip(0)
+    if torch.equal(flipped[:1].expand_as(flipped), flipped):
+        return ""
+    label = f"{label}, with the mask's sequences in reverse order"
+    got = pair.call(label, x, flipped)
+    first = _mha(x, pair.params(), n_heads, flipped[:1].expand_as(flipped))[0]["out"]
+    if got.shape != first.shape or not _close(got, first) or _close(got, pair.want(x, flipped)):
+        return ""
+    return ("every sequence gets the first sequence's mask (mask[0], or mask[:1]): the mask has one row per "
+            "sequence, (B, 1, 1, L), and each sequence's padding is its own. Pass the mask on as given; it "
+            "broadcasts over the heads and the queries.")
+
+
 def _heads_probe(pair, cls, label, x, mask, n_heads) -> str:
     """With n_heads > 1: is the module right with one head? Then show where each head's features land."""
     from ..multi_head import MultiHeadAttention as Reference
@@ -325,15 +359,23 @@ def check_multi_head_attention(cls):
                         "(weights @ v) merged back to (B, L, d_model) and projected by self.w_o."
                     )
                 mistakes = _MHA_MISTAKES + (_routing_mistakes(xx.shape[0], n_heads) if mask is not None else [])
-                pair.check(
-                    label, (xx, mask), mistakes, (xx, pair.params(), n_heads, mask),
-                    "project x with w_q, w_k, w_v; split into heads (B, H, L, d_head); attend with the "
-                    "mask; merge the heads back to (B, L, d_model); apply w_o.", case_hint=case_hint,
-                    random_hint=_MHA_RANDOM_HINT[mode],
-                    probes=[functools.partial(_scale_probe, pair, label, xx, mask, n_heads),
-                            pair.settings_probe(label, (xx, mask), _MHA_SETTINGS),
-                            functools.partial(_heads_probe, pair, cls, label, xx, mask, n_heads)],
-                    axes=("sequence", "position", "feature"))
+                try:
+                    pair.check(
+                        label, (xx, mask), mistakes, (xx, pair.params(), n_heads, mask),
+                        "project x with w_q, w_k, w_v; split into heads (B, H, L, d_head); attend with the "
+                        "mask; merge the heads back to (B, L, d_model); apply w_o.", case_hint=case_hint,
+                        random_hint=_MHA_RANDOM_HINT[mode],
+                        probes=[functools.partial(_padded_queries_probe, pair, label, xx, mask),
+                                functools.partial(_scale_probe, pair, label, xx, mask, n_heads),
+                                pair.settings_probe(label, (xx, mask), _MHA_SETTINGS),
+                                functools.partial(_heads_probe, pair, cls, label, xx, mask, n_heads)],
+                        axes=("sequence", "position", "feature"))
+                except ExerciseError as exc:  # no effect, or only the first sequence's mask, which has none
+                    found = "the mask has no effect" in str(exc) and _first_sequence_probe(pair, label, xx, mask,
+                                                                                            n_heads)
+                    if found:
+                        raise ExerciseError(f"Your {name} is not right yet {label}: {found}") from None
+                    raise
         if index == 0:
             label, xx, mask, _ = cases[1]
             pair.gradients(f"{label}, n_heads={n_heads}", xx, mask)

@@ -546,6 +546,45 @@ def sdpa_over_max(q, k, v, mask=None):
     return w @ v, w
 
 
+def sdpa_one_row(reduce):
+    """The mask reduced to one row before it is used: every query gets that row."""
+    def attention(q, k, v, mask=None):
+        s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            s = s.masked_fill(~reduce(mask), float("-inf"))
+        w = s.softmax(dim=-1)
+        return w @ v, w
+    return attention
+
+
+wrong("sdpa-probe-mask-any-queries", C_SDPA, "mask.any(dim=-2, keepdim=True): the mask reduced over the queries",
+      "every query gets the same row of the mask")(sdpa_one_row(lambda m: m.any(dim=-2, keepdim=True)))
+wrong("sdpa-probe-mask-last-row", C_SDPA, "mask[..., -1:, :]: the last query's row used for every query",
+      "every query gets the same row of the mask")(sdpa_one_row(lambda m: m[..., -1:, :]))
+wrong("sdpa-probe-mask-first-row", C_SDPA, "mask[..., :1, :]: the first query's row used for every query",
+      "every query gets the same row of the mask")(sdpa_one_row(lambda m: m[..., :1, :]))
+
+
+@wrong("sdpa-einsum-4d", C_SDPA, "einsum('bhqd,bhkd->bhqk'): an equation for 4-D inputs only",
+       "write the leading (batch, heads) dimensions as an ellipsis")
+def sdpa_einsum_4d(q, k, v, mask=None):
+    s = torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf"))
+    w = s.softmax(dim=-1)
+    return torch.einsum("bhqk,bhkd->bhqd", w, v), w
+
+
+@wrong("sdpa-probe-half-softmax", C_SDPA, "the softmax taken in float16 ('to save memory'), cast back",
+       "1 to about 3 digits only")
+def sdpa_half_softmax(q, k, v, mask=None):
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf"))
+    w = s.half().softmax(dim=-1).to(q.dtype)
+    return w @ v, w
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 

@@ -957,4 +957,49 @@ class MHAInt8(MB):
         return torch.zeros_like(x)
 
 
+class MHAMaskWith(MB):
+    """The solution with the mask changed before the attention (``reshape_mask``) or the output after it."""
+    def reshape_mask(self, mask):
+        return mask
+
+    def forward(self, x, mask=None):
+        q, k, v = self.qkv(x)  # (B, H, L, d_head) each
+        h, _ = ec.scaled_dot_product_attention(q, k, v, None if mask is None else self.reshape_mask(mask))
+        return self.w_o(self.merge(h))
+
+
+@wrong("mha-probe-first-sequence-mask", C_MHA, "mask[0]: the first sequence's mask given to every sequence",
+       "every sequence gets the first sequence's mask")
+class MHAFirstMask(MHAMaskWith):
+    def reshape_mask(self, mask):
+        return mask[0]
+
+
+@wrong("mha-probe-queries-masked", C_MHA, "mask & mask.transpose(-2, -1): the padding masked as queries too",
+       "only the outputs at the padding's positions differ, as queries")
+class MHAQueriesMasked(MHAMaskWith):
+    def reshape_mask(self, mask):
+        return mask & mask.transpose(-2, -1)
+
+
+@wrong("mha-probe-padding-rows-zeroed", C_MHA, "the output zeroed at the padding's positions",
+       "only the outputs at the padding's positions differ, as queries")
+class MHAPaddingZeroed(MHAMaskWith):
+    def forward(self, x, mask=None):
+        out = super().forward(x, mask)
+        return out if mask is None or mask.shape[-2] != 1 else out * mask[:, 0, 0, :, None]
+
+
+@wrong("mha-fused-weight-kept", C_MHA, "torch.cat of w_q, w_k, w_v weights kept on self at the first call",
+       "from an earlier call: a tensor made from the weights then is a copy")
+class MHAFusedKept(MB):
+    def forward(self, x, mask=None):
+        if not hasattr(self, "w_qkv"):
+            self.w_qkv = torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight])
+            self.b_qkv = torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias])
+        q, k, v = (self.split(t) for t in F.linear(x, self.w_qkv, self.b_qkv).chunk(3, dim=-1))
+        h, _ = ec.scaled_dot_product_attention(q, k, v, mask)
+        return self.w_o(self.merge(h))
+
+
 test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()
