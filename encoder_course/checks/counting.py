@@ -126,6 +126,15 @@ _SLIPS = {
                     "d_model x d_model",
                     lambda c: c.n_layers * 4 * (c.d_model * (c.d_model // c.n_heads) + c.d_model // c.n_heads
                                                - c.d_model * c.d_model - c.d_model)),
+    "attn_bias_heads": ("each attention projection's bias is counted with one number per head (n_heads); a "
+                        "bias has one number per output feature: d_model each, 4 x d_model per layer",
+                        lambda c: c.n_layers * 4 * (c.n_heads - c.d_model)),
+    "attn_bias_d_head": ("each attention projection's bias is counted as d_head = d_model // n_heads numbers; one "
+                         "projection serves all heads, and its bias has d_model numbers: 4 x d_model per layer",
+                         lambda c: c.n_layers * 4 * (c.d_model // c.n_heads - c.d_model)),
+    "pos_offset": ("the position table is counted with 2 rows more than max_len (RoBERTa's has max_len + 2, for "
+                   "its padding offset): this encoder's table has max_len rows, positions 0 to max_len - 1",
+                   lambda c: 2 * c.d_model if c.positions == "learned" else 0),
     "output_head": ("an output layer (vocab_size x d_model) is counted that the encoder does not have: only the "
                     "token table has vocab_size rows",
                     lambda c: c.vocab_size * c.d_model),

@@ -21,6 +21,13 @@ def _check_mask_like(name, got, want, label, layout,
         raise ExerciseError(
             f"Your {name} returned shape {_shape(got)} {label}, but it should be {_shape(want)}.\nHint: {hint}"
         )
+    if got.dtype != torch.bool and got.is_floating_point() and bool(((got == 0) | (got == float("-inf"))).all()) \
+            and bool((got == 0).any()) and bool((got != 0).any()):
+        raise ExerciseError(
+            f"Your {name} returned an additive mask {label}: {got.dtype}, 0 where a key may be seen and -inf where "
+            "not, as torch's float attn_mask is added to the scores. The course's masks are bool, True = may attend "
+            f"(scores.masked_fill(~mask, float('-inf')) uses them).\nHint: {build}."
+        )
     if got.dtype != torch.bool:
         raise ExerciseError(
             f"Your {name} returned dtype {got.dtype} {label}; a mask should be a bool tensor "
@@ -280,8 +287,9 @@ def _window_rules(length: int, window: int, odd_passed: bool) -> list:
     both = f"with window={window}, query i sees keys i - {half} to i + {half}: |i - j| <= window // 2"
     ways = f"Local attention in an encoder looks both ways: {both}."
     if window % 2 == 0 and odd_passed:
-        fewer = (f"it uses (window - 1) // 2 on each side, which is window // 2 for an odd window but one key too few "
-                 f"for an even one ({(window - 1) // 2} instead of {half} here). ModernBERT's window of 128 sees 64 "
+        fewer = (f"it uses (window - 1) // 2 on each side (as |i - j| < window / 2 does), which is window // 2 for an "
+                 f"odd window but one key too few for an even one ({(window - 1) // 2} instead of {half} here). "
+                 "ModernBERT's window of 128 sees 64 "
                  f"keys back and 64 ahead: {both}.")
     else:
         fewer = (f"one key too few on each side: a strict < (|i - j| < window // 2) or window // 2 - 1. The bound is "

@@ -146,6 +146,14 @@ def _loss_probe(name, fn, label, logits, labels, mask) -> str:
                         "gradient goes through it. Divide with /: sum / mask.sum().")
             return ""
     b, length, classes = logits.shape
+    other = call(logits, torch.where(mask, (labels + 1) % classes, labels), mask)
+    if number(other) and _close(other.detach(), loss.detach()):
+        best = F.cross_entropy(logits[mask].double(), logits[mask].argmax(dim=-1))
+        said = (" it scores each token against the class the logits rank first (argmax, or the largest "
+                "log-probability), which is the model's guess, not the answer" if _close(loss.detach(), best) else "")
+        return ("every real token's label changed, and your loss stays the same: it never reads the labels;"
+                f"{said or ' the labels must decide which log-probability each token pays'}. The cross-entropy is "
+                "-log p(label) at each real token: F.cross_entropy(logits[mask], labels[mask]).")
     padded = torch.cat([logits, torch.randn(b, 2, classes, generator=_gen(12), dtype=logits.dtype) * 3], dim=1)
     more = call(padded, torch.cat([labels, labels[:, :2]], dim=1),
                 torch.cat([mask, torch.zeros(b, 2, dtype=torch.bool)], dim=1))

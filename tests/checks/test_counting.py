@@ -134,6 +134,15 @@ wrong("pc-probe-12-layers", C_PC, "12 layers hard-coded (BERT-base's) where conf
 wrong("pc-probe-pooler-with-types", C_PC, "BERT's pooler counted whenever there are token types",
       "d_model x d_model + d_model more than it should")(
     lambda c: count_with(c) + (c.d_model * c.d_model + c.d_model if c.type_vocab_size else 0))
+wrong("pc-roberta-offset", C_PC, "the position table counted as (max_len + 2) rows, as RoBERTa's is",
+      "counted with 2 rows more than max_len")(
+    lambda c: count_with(c) + (2 * c.d_model if c.positions == "learned" else 0))
+wrong("pc-bias-per-head", C_PC, "each attention bias counted as n_heads numbers, one per head",
+      "counted with one number per head")(
+    lambda c: count_with(c, attn_bias=False) + c.n_layers * 4 * c.n_heads)
+wrong("pc-bias-d-head", C_PC, "each attention bias counted as d_head numbers",
+      "counted as d_head = d_model // n_heads numbers")(
+    lambda c: count_with(c, attn_bias=False) + c.n_layers * 4 * (c.d_model // c.n_heads))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -167,7 +167,7 @@ def cm_u8(L):
 
 
 @wrong("cm-additive-neg-inf", C_CM, "an additive float mask: torch.triu(torch.full((L, L), -inf), 1)",
-       'should be a bool tensor')
+       "returned an additive mask")
 def cm_additive(L):
     return torch.triu(torch.full((L, L), float("-inf")), diagonal=1)
 
@@ -215,6 +215,9 @@ wrong("cm-probe-window", C_CM, "a local window |i - j| <= 1 instead of the whole
     lambda L: (torch.arange(L)[:, None] - torch.arange(L)[None, :]).abs() <= 1)
 wrong("cm-probe-anti-triangle", C_CM, "the lower triangle flipped left to right", "is in its future")(
     lambda L: torch.ones(L, L, dtype=torch.bool).tril().flip(1))
+wrong("pm-additive", C_PM, "zeros with -inf at the padding: an additive float mask",
+      "returned an additive mask")(
+    lambda ids, p: torch.zeros(ids.shape).masked_fill(ids == p, float("-inf"))[:, None, None, :])
 
 
 # ----------------------------------------------------------------------------------------------

@@ -134,6 +134,12 @@ wrong("ml-softmax-positions", C_ML, "log_softmax(logits, dim=1): over the positi
 wrong("ml-minus-one-labels", C_ML, "pads relabelled -1, as if -1 were cross_entropy's default ignore_index",
       "which is -100 unless you pass another")(
     lambda logits, labels, mask: F.cross_entropy(logits.transpose(1, 2), labels.masked_fill(~mask, -1)))
+wrong("ml-probe-max-log-prob", C_ML, "-log_softmax(logits).max(-1): the most likely class's log-probability",
+      "it scores each token against the class the logits rank first")(
+    lambda logits, labels, mask: -(logits.log_softmax(-1).amax(-1) * mask).sum() / mask.sum())
+wrong("ml-probe-label-zero", C_ML, "cross_entropy against torch.zeros_like(labels): every token labelled 0",
+      "your loss stays the same: it never reads the labels")(
+    lambda logits, labels, mask: F.cross_entropy(logits[mask], torch.zeros_like(labels[mask])))
 
 
 # ----------------------------------------------------------------------------------------------
