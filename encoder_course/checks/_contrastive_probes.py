@@ -225,6 +225,10 @@ def _scale_finding(ask, scale, dtype) -> str:
         why = "the cosines are divided by scale"
     elif all(_near(e, s ** 2) for e, s in pairs):
         why = "scale is applied twice (scale ** 2): to both vectors, or to the scores and again"
+    elif all(_near(e, math.log(s)) for e, s in pairs):
+        why = "the cosines are multiplied by log(scale), not by scale: no log, scale is the multiplier itself"
+    elif all(_near(e, math.sqrt(s)) for e, s in pairs):
+        why = "the cosines are multiplied by sqrt(scale) (scale ** 0.5), not by scale"
     elif all(_near(e, acts[0]) for e in acts):
         why = f"your loss ignores the scale it is given and acts as {acts[0]:.4g} whatever is passed"
     elif all(_near(e / s, acts[0] / scales[0]) for e, s in pairs):
@@ -268,7 +272,28 @@ def _factor_finding(ask, q, p, scale, got, want) -> str:
     if all(_near(r, 1 / b) for r, (b, _) in zip(ratios, sizes)):
         return ("your loss is the right one divided by B again on every batch tried: the mean over the queries is "
                 "divided by B once more.")
+    if all(_near(r, 1 / n) for r, (_, n) in zip(ratios, sizes)):
+        return ("your loss is the right one divided by P, the number of passages, on every batch tried: the queries' "
+                "losses are summed and divided by B * P (every score, as scores.numel() or a mean over the whole "
+                "matrix), where their mean, the sum divided by B, belongs.")
     return ""
+
+
+def _exp_finding(ask, q, p, scale, want: float) -> str:
+    """Whether the answer multiplies the cosines by exp(scale) (a learned log-temperature, as CLIP's): given
+    log(scale), and then log(5), it returns the right loss at scale, and at 5 ("" when not)."""
+    if scale <= 0:
+        return ""
+    first = ask(q, p, math.log(scale), f"with scale=log({scale:g}) = {math.log(scale):.4g}")
+    if first is None or not _same(first, want):
+        return ""
+    second = ask(q, p, math.log(5.0), f"with scale=log(5) = {math.log(5.0):.4g}")
+    if second is None or not _same(second, _ref(q, p, 5.0)):
+        return ""
+    return (f"given scale=log({scale:g}) = {math.log(scale):.4g}, your loss is the right loss for scale={scale:g} "
+            f"({want:.6g}), and given log(5) the right one for 5: the similarities are multiplied by exp(scale) "
+            "instead of scale. CLIP learns the log of its scale and exponentiates it; here scale is the multiplier "
+            "itself (20 by default, a temperature of 1 / 20): cos * scale, with no exp.")
 
 
 @probe
@@ -306,7 +331,7 @@ def _probe(ask, q, p, scale, got: float, want: float) -> str:
                 f"no cosine, changes your loss from {got:.6g} to {turned:.6g}: your scores are not the cosines. A "
                 "cosine similarity divides each vector by its Euclidean length (F.normalize's default p=2) before "
                 "the dot products.")
-    found = _pulled(ask, b, n, scale, q.dtype)
+    found = _exp_finding(ask, q, p, scale, want) or _pulled(ask, b, n, scale, q.dtype)
     if found:
         return found
     if n > b:

@@ -126,6 +126,10 @@ _MISTAKES = [
     ("F.nll_loss gets the raw scores, so it returns minus the positive's score: nll_loss expects "
      "log-probabilities (log_softmax first); F.cross_entropy takes the scores as they are.",
      _in_float64(lambda q, p, s, scores: F.nll_loss(scores, torch.arange(len(q))))),  # minus the positive's score
+    ("the scores are minus the cosines times scale (as with a cosine distance, (1 - cos) * scale, which the softmax "
+     "reads as -cos * scale): the passage furthest from the query gets the highest score. The scores are the "
+     "similarities themselves, cos * scale, highest for the closest passage.",
+     _in_float64(lambda q, p, s, scores: _ce(-scores))),  # a constant added to every score changes no softmax
 ]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -263,6 +265,38 @@ wrong("cl-labels-fixed-4", C_CL, "labels torch.arange(4): the first batch's size
         F.normalize(queries, dim=-1) @ F.normalize(passages, dim=-1).T * scale, torch.arange(4)))
 
 
+wrong("cl-probe-exp-scale", C_CL, "cos * torch.exp(torch.tensor(scale)): scale taken as a log-temperature (CLIP)",
+      "multiplied by exp(scale) instead of scale")(
+    lambda queries, passages, scale=20.0: F.cross_entropy(cos(queries, passages) * torch.exp(torch.tensor(scale)),
+                                                          labels(queries)))
+wrong("cl-probe-exp-scale-capped", C_CL, "cos * min(math.exp(scale), 100): CLIP's exp and cap",
+      "multiplied by exp(scale) instead of scale")(
+    lambda queries, passages, scale=20.0: F.cross_entropy(cos(queries, passages) * min(math.exp(scale), 100.0),
+                                                          labels(queries)))
+wrong("cl-probe-log-scale", C_CL, "cos * math.log(scale)", "multiplied by log(scale)")(
+    lambda queries, passages, scale=20.0: F.cross_entropy(cos(queries, passages) * math.log(scale), labels(queries)))
+wrong("cl-probe-sqrt-scale", C_CL, "only the queries multiplied by sqrt(scale)", "multiplied by sqrt(scale)")(
+    lambda queries, passages, scale=20.0: F.cross_entropy(
+        (F.normalize(queries, dim=-1) * scale ** 0.5) @ F.normalize(passages, dim=-1).T, labels(queries)))
+wrong("cl-probe-divided-by-BP", C_CL, "the queries' losses summed and divided by scores.numel() (B * P)",
+      "losses are summed and divided by B * P")(
+    lambda queries, passages, scale=20.0: (lambda s: (torch.logsumexp(s, dim=1) - s.diagonal()).sum() / s.numel())(
+        cos(queries, passages) * scale))
+wrong("cl-cosine-distance", C_CL, "(1 - cos) * scale as the scores: a distance, not a similarity",
+      "the scores are minus the cosines")(
+    lambda queries, passages, scale=20.0: F.cross_entropy((1 - cos(queries, passages)) * scale, labels(queries)))
+
+
+@wrong("cl-probe-hardest-negative-ce", C_CL, "a cross-entropy of the positive against the hardest negative alone",
+       "your loss does not read every negative")
+def cl_hardest_negative_ce(queries, passages, scale=20.0):
+    s = cos(queries, passages) * scale
+    b = len(queries)
+    neg = s.masked_fill(torch.eye(b, s.shape[1], dtype=torch.bool), -1e9).amax(dim=1)
+    return -torch.log_softmax(torch.stack([s.diagonal(), neg], dim=1), dim=1)[:, 0].mean()
+
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
@@ -339,6 +373,20 @@ def cl_stable_by_hand(queries, passages, scale=20.0):
     scores = queries @ passages.T / (queries.norm(dim=1)[:, None] * passages.norm(dim=1)[None, :]) * scale
     scores = scores - scores.max(dim=1, keepdim=True).values
     return (scores.exp().sum(dim=1).log() - scores[:, :len(queries)].diagonal()).mean()
+
+
+
+@right("cl-log-scale-exp", C_CL, "a log-scale made from scale and exponentiated back: exp(log(scale)) is scale")
+def cl_log_scale_exp(queries, passages, scale=20.0):
+    logit_scale = torch.tensor(scale).log()
+    return F.cross_entropy(cos(queries, passages) * logit_scale.exp(), torch.arange(len(queries)))
+
+
+@right("cl-sqrt-scale-both", C_CL, "each normalised side multiplied by sqrt(scale): the cosines times scale")
+def cl_sqrt_scale_both(queries, passages, scale=20.0):
+    r = scale ** 0.5
+    return F.cross_entropy((F.normalize(queries, dim=-1) * r) @ (F.normalize(passages, dim=-1) * r).T,
+                           torch.arange(len(queries)))
 
 
 test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()

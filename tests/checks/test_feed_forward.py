@@ -225,7 +225,8 @@ class FFBiasTwice(FB):
         return self.w2(self.act(self.w1(x))) + self.w2.bias
 
 
-@wrong("ff-probe-half-input", C_FF, "the activation of h / 2, times 2", "it is none of the usual ones")
+@wrong("ff-probe-half-input", C_FF, "the activation of h / 2, times 2 (for GELU: erf(h / (2 * sqrt(2))))",
+       "The constant inside the erf is")
 class FFHalf(FB):
     def forward(self, x):
         return self.w2(2 * self.act(self.w1(x) / 2))
@@ -385,6 +386,51 @@ class FFDouble(FB):
 
     def forward(self, x):
         return self.w2(self.act(self.w1(x.double()))).float()
+
+
+
+# Activations written out by hand, each slightly off: the activation alone (w1 and w2 identity matrices) names it.
+
+
+def make_acts(gelu, relu=F.relu):
+    class FF(FB):
+        def forward(self, x):
+            h = self.w1(x)
+            return self.w2(relu(h) if self.activation == "relu" else gelu(h))
+
+    return FF
+
+
+wrong("ff-probe-relu-abs", C_FF, "ReLU as h.abs(): |h| instead of max(0, h)",
+      "negative values come out positive")(make_acts(F.gelu, relu=lambda h: h.abs()))
+wrong("ff-probe-erf-1-4", C_FF, "0.5 * h * (1 + erf(h / 1.4)): 1.4 for sqrt(2)", "The constant inside the erf is")(
+    make_acts(lambda h: 0.5 * h * (1 + torch.erf(h / 1.4))))
+wrong("ff-probe-erf-1-414", C_FF, "0.5 * h * (1 + erf(h / 1.414)): near enough for the other probes to miss",
+      "The constant inside the erf is")(make_acts(lambda h: 0.5 * h * (1 + torch.erf(h / 1.414))))
+wrong("ff-probe-erf-times-sqrt2", C_FF, "0.5 * h * (1 + erf(h * sqrt(2))): multiplied where it divides",
+      "The constant inside the erf is")(make_acts(lambda h: 0.5 * h * (1 + torch.erf(h * math.sqrt(2)))))
+wrong("ff-probe-gelu-no-half", C_FF, "h * (1 + erf(h / sqrt(2))): GELU without its 0.5",
+      "its 0.5 is missing")(make_acts(lambda h: h * (1 + torch.erf(h / math.sqrt(2)))))
+wrong("ff-probe-gelu-no-one-plus", C_FF, "0.5 * h * erf(h / sqrt(2)): GELU without the 1 +",
+      "GELU without the 1 + inside the bracket")(make_acts(lambda h: 0.5 * h * torch.erf(h / math.sqrt(2))))
+wrong("ff-probe-gelu-no-x", C_FF, "0.5 * (1 + erf(h / sqrt(2))): the normal CDF, without the factor h",
+      "the normal CDF without GELU's factor x")(make_acts(lambda h: 0.5 * (1 + torch.erf(h / math.sqrt(2)))))
+wrong("ff-probe-tanh-for-erf", C_FF, "0.5 * h * (1 + tanh(h / sqrt(2))): tanh where the exact GELU has erf",
+      "tanh where the exact GELU has erf")(make_acts(lambda h: 0.5 * h * (1 + torch.tanh(h / math.sqrt(2)))))
+wrong("ff-probe-tanh-coefficient-typo", C_FF, "the tanh approximation with 0.44715 for 0.044715",
+      "it is none of the usual ones")(make_acts(
+        lambda h: 0.5 * h * (1 + torch.tanh(math.sqrt(2 / math.pi) * (h + 0.44715 * h ** 3)))))
+wrong("ff-probe-relu-min", C_FF, "ReLU as h.clamp(max=0): min(0, h), the negative part",
+      "keeps the negative values and makes the positive ones 0")(make_acts(F.gelu, relu=lambda h: h.clamp(max=0)))
+wrong("ff-probe-hidden-scaled", C_FF, "w2(0.9 * act(w1(x))): the hidden layer scaled 'for dropout'",
+      "something scales the hidden layer after it")(make_ff(lambda h: 0.9 * F.gelu(h)))
+wrong("ff-relu-squared", C_FF, "relu(h) ** 2 for ReLU (squared ReLU): relu(h) * h",
+      "a gated unit whose gate reuses w1")(make_acts(F.gelu, relu=lambda h: F.relu(h) ** 2))
+
+right("ff-relu-abs-half", C_FF, "ReLU as (h + h.abs()) / 2; GELU as h * erfc(-h * 0.70710678) / 2")(make_acts(
+    lambda h: h * torch.erfc(-h * 0.7071067811865476) / 2, relu=lambda h: (h + h.abs()) / 2))
+right("ff-where-float64", C_FF, "ReLU as torch.where(h > 0, h, 0); GELU in float64 and back")(make_acts(
+    lambda h: F.gelu(h.double()).to(h.dtype), relu=lambda h: torch.where(h > 0, h, torch.zeros_like(h))))
 
 
 test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()
