@@ -14,7 +14,7 @@ import re
 
 import torch
 
-from ._compare import _close, _identical, probe
+from ._compare import _close, _identical, _spans, probe
 from ._modules import Pair
 from ._run import ExerciseError, _checker, _gen
 from .registry import exercise
@@ -70,8 +70,11 @@ def _embed(ids, types, r, cfg, kind="right", factor=None):
         return {"out": r.norm(tok * factor) + pos + typ}
     if kind == "norm_before_types":
         return {"out": r.norm(tok * factor + pos) + typ}
+    if kind == "pad_token_zero":
+        tok = tok * (ids != cfg.pad_id)[..., None]
     x = tok * factor + pos + typ
-    return {"out": r.norm(x) if r.norm is not None and kind != "no_norm" else x}
+    out = r.norm(x) if r.norm is not None and kind != "no_norm" else x
+    return {"out": out * (ids != cfg.pad_id)[..., None] if kind == "pad_output_zero" else out}
 
 
 def _mistakes(cfg, mode: str):
@@ -124,6 +127,14 @@ def _mistakes(cfg, mode: str):
             ("the LayerNorm is applied before the token-type vectors are added: add the token types too, then "
              "normalise the sum.", "norm_before_types"),
         ]
+    listed += [
+        (f"the padding tokens (id pad_id = {cfg.pad_id}) come out as zeros. Embeddings gives every token its vectors, "
+         "padding included: the padding is kept out later, by the attention mask (and the pooling), not here.",
+         "pad_output_zero"),
+        (f"the padding tokens (id pad_id = {cfg.pad_id}) get no token vector (zeroed, as with a padding_idx row of "
+         "zeros). Here they take their row of the token table like every other token: self.token(token_ids) as "
+         "it is; the attention mask keeps the padding out later.", "pad_token_zero"),
+    ]
     if mode == "train":
         listed.append((
             "in train() mode with dropout=0.0 every value is dropped, as if p were 1: the dropout rate is the "
@@ -195,6 +206,64 @@ def _tokens_zero(pair, label, ids, tables=("token.weight",)):
 _ZEROED = "with every token vector zero (in yours and in the reference)"
 
 
+def _rows_found(got, rows) -> list:
+    """For each position of one sequence's output (L, d_model), the first row of ``rows`` it equals (or None)."""
+    return [next((j for j in range(rows.shape[0]) if _close(got[p], rows[j], 2.0)), None) for p in range(len(got))]
+
+
+def _padding_skipped(pair, cfg, label, ids, got, rows) -> str:
+    """Positions counted over the real tokens alone (RoBERTa's cumsum(token_ids != pad_id) - 1): each real token
+    takes the row of the number of real tokens before it, and with the padding replaced the positions are right."""
+    real = ids != cfg.pad_id
+    if real.all():
+        return ""
+    count = real.long().cumsum(dim=1) - 1  # (B, L)
+    moved = {}  # sequence: [(position, row)] of the real tokens in another row than their position's
+    for b in range(ids.shape[0]):
+        found = _rows_found(got[b], rows)
+        for p in range(ids.shape[1]):
+            if real[b, p] and found[p] != int(count[b, p]):
+                return ""  # a real token whose row is not its count of real tokens
+            if real[b, p] and found[p] != p:
+                moved.setdefault(b, []).append((p, found[p]))
+    if not moved:
+        return ""
+    other = 1 if cfg.pad_id != 1 else 2
+    try:
+        plain = _tokens_zero(pair, f"{label}, with the padding tokens replaced", ids.masked_fill(~real, other),
+                             ["token.weight"] + (["token_type.weight"] if cfg.type_vocab_size else [])).double()
+    except ExerciseError:
+        return ""
+    if not all(_close(plain[b], rows[:ids.shape[1]], 2.0) for b in range(ids.shape[0])):
+        return ""
+    b, shown = next(iter(moved.items()))
+    pads = (~real[b]).nonzero()[:, 0].tolist()
+    many = len(shown) > 1
+    return (f"{_ZEROED}, your positions count only the tokens that are not padding (pad_id = {cfg.pad_id}): in "
+            f"sequence {b}, with padding at position{'s' if len(pads) > 1 else ''} {_spans(pads)}, the token"
+            f"{'s' if many else ''} at position{'s' if many else ''} {', '.join(str(p) for p, _ in shown[:4])}"
+            f"{', ...' if len(shown) > 4 else ''} get{'' if many else 's'} row{'s' if many else ''} "
+            f"{', '.join(str(j) for _, j in shown[:4])}{', ...' if len(shown) > 4 else ''}, the "
+            "number of real tokens before each, as torch.cumsum(token_ids != pad_id, dim=1) - 1 (RoBERTa's count) "
+            "gives; with the padding replaced by other tokens your positions are right. Here every position counts, "
+            "padding included: the token at position p takes row p, table[:L] (torch.arange(L)).")
+
+
+def _later_sequences(got, rows) -> str:
+    """The first sequence right, a later one given other rows of the table: which, and whether they go on counting."""
+    length = got.shape[1]
+    b = next((b for b in range(1, got.shape[0]) if not _close(got[b], rows[:length], 2.0)), None)
+    found = None if b is None else _rows_found(got[b], rows)
+    if found is None or None in found:
+        return ""
+    on = found == [(b * length + p) % rows.shape[0] for p in range(length)]
+    return (f"{_ZEROED}, the first sequence gets the right rows, but sequence {b} gets rows "
+            f"{', '.join(map(str, found[:6]))}{', ...' if length > 6 else ''}"
+            + (f": the positions go on counting from one sequence to the next ({b} * L = {b * length} onwards)"
+               if on else "") + ". Each sequence counts its positions from 0 again: the same rows, table[:L], for "
+            "every sequence of the batch (they broadcast over it).")
+
+
 @probe
 def _position_probe(pair, cfg, label, ids) -> str:
     """With every token (and type) vector zero, the output is the positions alone: which row went where?"""
@@ -208,8 +277,11 @@ def _position_probe(pair, cfg, label, ids) -> str:
         rows = norm(table).double()  # what position j alone gives
         zero = norm(torch.zeros_like(table[:1])).double()
     length = ids.shape[1]
-    if got.shape != (ids.shape[0], length, table.shape[1]) or _close(got[0], rows[:length], 2.0):
+    if got.shape != (ids.shape[0], length, table.shape[1]):
         return ""
+    skipped = _padding_skipped(pair, cfg, label, ids, got, rows)
+    if skipped or _close(got[0], rows[:length], 2.0):
+        return skipped or _later_sequences(got, rows)
     if not all(_close(got[b], got[0], 2.0) for b in range(1, got.shape[0])):
         return (f"{_ZEROED} your outputs still differ from one sequence to another, but the same positions must get "
                 "the same vectors in every sequence, whatever its token ids: the first L rows of the table, broadcast "
@@ -217,9 +289,9 @@ def _position_probe(pair, cfg, label, ids) -> str:
     if _close(got[0], zero.expand(length, -1), 2.0):
         return (f"{_ZEROED} your Embeddings gives nothing (or the LayerNorm of zeros), so no position vectors reach "
                 "the output: add table[:L].")
-    found = [next((j for j in range(rows.shape[0]) if _close(got[0, p], rows[j], 2.0)), None) for p in range(length)]
+    found = _rows_found(got[0], rows)
     if None not in found:
-        shown = ", ".join(f"position {p} gets row {j}" for p, j in list(enumerate(found))[:4])
+        shown = ", ".join(f"position {p} gets row {j}" for p, j in [(p, j) for p, j in enumerate(found) if p != j][:4])
         return (f"{_ZEROED}, your Embeddings adds the wrong rows of the position table: {shown} (the vector of row j "
                 "where row p belongs). The token at position p takes row p: table[:L].")
     plain = table[:length].double()

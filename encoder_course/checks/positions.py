@@ -37,11 +37,23 @@ def _pe_slip(**settings):
     return lambda L, d: {"pe": _positions(L, d, **settings)}
 
 
+def _reshaped(seq_len, d_model, layout):
+    """The right sines and cosines, (seq_len, d_model/2) each, put together by a stack and a reshape."""
+    pe = _positions(seq_len, d_model).double()
+    sin, cos = pe[:, 0::2], pe[:, 1::2]
+    if layout == "dim0":  # torch.stack([sin, cos]) is (2, L, d/2); torch.cat([sin, cos]) (2L, d/2): the same memory
+        return torch.stack([sin, cos]).reshape(seq_len, d_model).float()
+    # "frequencies first": angles (d/2, L), torch.stack([sin, cos], dim=-1) then (d/2, L, 2)
+    return torch.stack([sin.T, cos.T], dim=-1).reshape(seq_len, d_model).float()
+
+
 _POSITION_MISTAKES = [
     ("sin and cos are swapped. Column 2i (even) holds the sine and column 2i+1 (odd) the cosine.", _pe_slip(swap=True)),
     ("the sines and cosines sit in two halves (all sines, then all cosines). In the original "
      "paper they are interleaved: column 2i is sin and column 2i+1 is cos of the same frequency.\n"
-     "Hint: fill pe[:, 0::2] with the sines and pe[:, 1::2] with the cosines.", _pe_slip(halves=True)),
+     "Hint: fill pe[:, 0::2] with the sines and pe[:, 1::2] with the cosines. (torch.cat([sin, cos], dim=-1) and "
+     "torch.stack([sin, cos], dim=1).reshape(seq_len, d_model) give halves; torch.stack([sin, cos], "
+     "dim=-1).reshape(seq_len, d_model) interleaves.)", _pe_slip(halves=True)),
     ("the sines and cosines sit in two halves (and in the wrong order). They should be "
      "interleaved: column 2i is sin, column 2i+1 is cos of the same frequency (pe[:, 0::2], pe[:, 1::2]).",
      _pe_slip(halves=True, swap=True)),
@@ -74,6 +86,19 @@ _POSITION_MISTAKES = [
      f"2i+1 is cos of the same frequency), and the base of the frequencies is {other:g} (the paper uses 10000).",
      _pe_slip(halves=True, base=other))
     for other in (1000.0, 100.0, 100000.0, 10.0)
+] + [
+    ("every value is a right sine or cosine, but most sit in the wrong row: torch.stack([sin, cos]) (dim=0) is "
+     "(2, seq_len, d_model/2), and torch.cat([sin, cos]) (dim=0) is (2 * seq_len, d_model/2); reshaped to (seq_len, "
+     "d_model), each row takes the sines of two positions, and the cosines land in the lower half.\nHint: stack "
+     "on the last dimension, torch.stack([sin, cos], dim=-1) (seq_len, d_model/2, 2), then .reshape(seq_len, "
+     "d_model): column 2i is sin and column 2i+1 is cos of the same position.",
+     lambda L, d: {"pe": _reshaped(L, d, "dim0")}),
+    ("every value is a right sine or cosine, but most sit in the wrong row: the table was read frequency by "
+     "frequency, as when the angles are (d_model/2, seq_len), one row per frequency (inv_freq[:, None] * pos), or "
+     "the stacked sines and cosines are turned to (d_model/2, seq_len, 2) (.T or .permute) before the reshape to "
+     "(seq_len, d_model).\nHint: make the angles (seq_len, d_model/2), one row per position, pos[:, None] * "
+     "inv_freq[None, :]; then torch.stack([sin, cos], dim=-1).reshape(seq_len, d_model).",
+     lambda L, d: {"pe": _reshaped(L, d, "T")}),
 ]
 
 
@@ -161,6 +186,32 @@ def _rows_and_columns(got: torch.Tensor, seq_len: int, d_model: int) -> str:
     return ""
 
 
+@probe
+def _moved_values(got: torch.Tensor, want: torch.Tensor) -> str:
+    """If ``got`` holds exactly ``want``'s values, rearranged other than by rows or by columns, say where some went."""
+    g, w = got.detach().double(), want.detach().double()
+    if g.shape != w.shape or not _close(g.flatten().sort().values, w.flatten().sort().values, 5.0):
+        return ""
+    if all(any(_close(g[:, j], w[:, k], 5.0) for k in range(w.shape[1])) for j in range(g.shape[1])):
+        return ""  # whole columns moved: said column by column elsewhere
+    seq_len, d_model = w.shape
+    shown = []
+    for r, c in ((r, c) for r in range(seq_len) for c in range(d_model)):
+        if len(shown) == 3:
+            break
+        near = ((w - g[r, c]).abs() < 1e-5).nonzero().tolist()
+        if len(near) == 1 and near[0] != [r, c]:  # a value found in one place only: it came from there
+            p, j = near[0]
+            shown.append(f"row {r}, column {c} holds the {'sin' if j % 2 == 0 else 'cos'} of position {p} "
+                         f"(column {j})")
+    return ("every value of yours is a right value of the table, but many sit in the wrong places"
+            + (f" ({'; '.join(shown)})" if shown else "")
+            + ": the sines and cosines were put together in the wrong order (a stack, cat or reshape along the "
+            "wrong dimension?). Row p holds position p, with sin in column 2i and cos in column 2i+1: "
+            "torch.stack([sin, cos], dim=-1).reshape(seq_len, d_model) with sin and cos (seq_len, d_model/2), or "
+            "pe[:, 0::2] = sin; pe[:, 1::2] = cos.")
+
+
 @_checker("sinusoidal_positions")
 def check_sinusoidal_positions(fn):
     """Check ``sinusoidal_positions(seq_len, d_model) -> Tensor[seq_len, d_model]`` (float32)."""
@@ -208,8 +259,8 @@ def check_sinusoidal_positions(fn):
                 mistake = _first_match({"pe": got}, _POSITION_MISTAKES, seq_len, d_model, factor=100.0)
             if mistake:
                 raise ExerciseError(f"Your {name} is not right yet {what}: {mistake}")
-            found = _rows_and_columns(got, seq_len, d_model) or _wrong_frequency(got, want, d_model) or _described(
-                got, want, ("position", "column"), factor=5.0)
+            found = (_rows_and_columns(got, seq_len, d_model) or _wrong_frequency(got, want, d_model)
+                     or _moved_values(got, want) or _described(got, want, ("position", "column"), factor=5.0))
             raise ExerciseError(
                 f"Your {name} is not right yet {what}: {found}\nHint: PE[pos, 2i] = sin(pos / 10000^(2i/d_model)) "
                 "and PE[pos, 2i+1] = cos(pos / 10000^(2i/d_model)), positions from 0."
@@ -241,7 +292,7 @@ def _rotary(x, positions=None, base=10000.0, *, sign=1.0, layout="pairs", expone
     pos = torch.arange(length) if positions is None or not own_positions else positions
     pos = pos.double() + shift  # (L,)
     i = torch.arange(d // 2, dtype=torch.float64)  # the pair index
-    e = {"2i": 2 * i / d, "i": i / d, "half": 2 * i / (d // 2), "zero": 0 * i}[exponent]
+    e = {"2i": 2 * i / d, "i": i / d, "half": 2 * i / (d // 2), "zero": 0 * i, "plus": -2 * i / d}[exponent]
     inv_freq = (base if own_base else 10000.0) ** -e  # (d/2,)
     # Feature j turns with the frequency of its pair, j // 2, or of j % (d/2) with the frequencies tiled
     # (torch.cat([inv_freq, inv_freq])).
@@ -312,6 +363,9 @@ _ROTARY_MISTAKES = [
     ("it turns along the wrong axis: it pairs rows (positions 2j and 2j+1) and gives each feature an angle, "
      "as if x were (..., d, L). The positions run along dimension -2 and the features along the last one: "
      "pair the features x[..., 0::2] and x[..., 1::2], and turn row j by its position.", _rt_slip(axis=-1)),
+    ("the exponent has the wrong sign: the frequencies are base^(+2i/d), growing with i, so the pairs after the "
+     "first turn many times too fast. They are base^(-2i/d) = 1 / base^(2i/d): the first pair turns by 1 "
+     "per position and each later one more slowly.", _rt_slip(exponent="plus")),
 ]
 
 
@@ -328,17 +382,101 @@ def _wrapped(angle: torch.Tensor) -> torch.Tensor:
     return torch.remainder(angle + math.pi, 2 * math.pi) - math.pi
 
 
+def _pos_and_freq(x, positions, base):
+    """The positions of x's rows (L,) and the frequencies of its pairs (d/2,), in float64."""
+    length, d = x.shape[-2], x.shape[-1]
+    pos = (torch.arange(length) if positions is None else positions).double()  # (L,)
+    return pos, base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
+
+
+def _turned(got: torch.Tensor, x: torch.Tensor):
+    """Each pair (x[2i], x[2i+1]) against (got[2i], got[2i+1]): its length before and after, and the angle it
+    turned, each (N, L, d/2) with the leading dimensions flattened into N."""
+    a, b, c, s = x.double()[..., 0::2], x.double()[..., 1::2], got.double()[..., 0::2], got.double()[..., 1::2]
+    return tuple(t.reshape(-1, *t.shape[-2:]) for t in (
+        torch.hypot(a, b), torch.hypot(c, s), torch.atan2(a * s - b * c, a * c + b * s)))
+
+
+_ROUNDING = 2.0 ** -7  # a few roundings to float16 (each up to 2^-11 of the value) or bfloat16 (2^-8) stay below
+
+
+@probe
+def _rounded_probe(got: torch.Tensor, x: torch.Tensor, positions, base: float) -> str:
+    """Numbers rounded to a low precision on the way: every pair turned by nearly its angle (off by a few parts in
+    a thousand of it, at most), its length nearly kept, and the errors unlike one factor (that is no rounding)."""
+    pos, inv_freq = _pos_and_freq(x, positions, base)
+    before, after, turned = _turned(got, x)
+    usable = before > 0.05 * float(before.max())  # short pairs give their angle less exactly
+    want = (pos[:, None] * inv_freq).expand_as(turned)  # (N, L, d/2)
+    err = _wrapped(turned - want).abs()
+    stretch = ((after - before).abs() / before.clamp_min(1e-30))[usable]
+    kept = float(stretch.max()) <= 1e-5  # no length changed: only the angles are off
+    allowed = _ROUNDING * want.abs() + (2e-5 if kept else _ROUNDING / 2)  # rounding x moves angle 0 too
+    if not usable.any() or not (err[usable] <= allowed[usable]).all() or float(stretch.max()) > _ROUNDING:
+        return ""
+    moved = want.abs() > 1e-2
+    ratio = (want + _wrapped(turned - want))[moved & usable] / want[moved & usable]
+    if not ratio.numel() or float(ratio.max() - ratio.min()) < 1e-5 or (
+            not kept and float(stretch.max() - stretch.min()) < 1e-5):
+        return ""  # one factor for every angle (or every length): a slip, not rounding
+    where = err.masked_fill(~usable, -1.0)  # the largest angle error
+    n, j, i = (int(v) for v in torch.unravel_index(where.argmax(), where.shape))
+    at = (f"at row {j} (position {int(pos[j])}), pair {i} (features {2 * i} and {2 * i + 1}) turns by "
+          f"{float(want[n, j, i] + _wrapped(turned - want)[n, j, i]):.6g} rad, where {int(pos[j])} * "
+          f"base^(-{2 * i}/{x.shape[-1]}) = {float(want[n, j, i]):.6g}")
+    if kept:
+        return ("the angles lose digits: each pair keeps its length and turns by nearly its angle, but the angles "
+                f"are rounded to 2 or 3 significant digits: {at}. That is the precision of float16 or bfloat16 "
+                "(positions.half() * inv_freq.half(), say), and the error grows with the angle, so the far "
+                "positions of a long sequence lose the most. Compute the angles positions * base^(-2i/d) in "
+                "float32 or float64, and cast only their cos and sin to x's dtype.")
+    return ("your result carries only 2 or 3 significant digits: the pairs change their lengths by up to "
+            f"{float(stretch.max()):.2g} of them (a rotation keeps them exactly) and turn by nearly their angles "
+            f"({at}), as when cos and sin, or x itself, are rounded to float16 or bfloat16 on the way. Compute "
+            "the angles and their cos and sin in float32 or float64, then cast with .to(x.dtype): the result "
+            "keeps x's precision.")
+
+
+@probe
+def _kept_probe(name, fn, label) -> str:
+    """cos and sin kept between calls, looked up by the shape alone. A shape no case uses is called with some
+    positions (it must be right), then with others; another new shape with base=500 (right), then with 10000."""
+    from ..positions import apply_rotary as reference
+
+    first, second = torch.tensor([5, 9, 2]), torch.tensor([1, 7, 4])
+    cause = "it reuses cos and sin (or the angles) from an earlier call with the same shape: for a new x "
+    fix = ("Compute them from this call's positions and base (it is cheap), or key a cache by everything they "
+           "depend on (the positions, the base), not by the shape (L, d) alone.")
+    for shape, (p1, b1), (p2, b2) in (((3, 14), (first, 10000.0), (second, 10000.0)),
+                                        ((4, 12), (torch.arange(4), 500.0), (torch.arange(4), 10000.0))):
+        x = _randn(_gen(31), *shape)
+        outs = []
+        for p, base in ((p1, b1), (p2, b2)):
+            try:
+                out = _rotated(name, f"{label} (and then for x {shape} with positions {p.tolist()}, base={base:g})",
+                               fn, x.clone(), p.clone(), base)
+            except ExerciseError:  # (a function that fails on this shape: no verdict from it)
+                return ""
+            if not isinstance(out, torch.Tensor) or out.shape != x.shape:
+                return ""
+            outs.append(out)
+        if not _close(outs[0], reference(x, p1, b1)) or _close(outs[1], reference(x, p2, b2)):
+            continue
+        if _close(outs[1], reference(x, p1, b1)):
+            shown = (f"with positions {p1.tolist()} it is right, but called again with positions {p2.tolist()} it "
+                     f"turns the rows by the angles of {p1.tolist()}, the first call's" if b1 == b2 else
+                     f"with base={b1:g} it is right, but called again with base={b2:g} (and the same positions) it "
+                     f"gives the result of base={b1:g}, the first call's")
+            return f"{cause}{shape} {shown}. {fix}"
+    return ""
+
+
 def _pairs_probe(got: torch.Tensor, x: torch.Tensor, positions, base: float) -> str:
     """Localise a wrong rotation pair by pair and row by row: a length that changes, a row turned as another
     position, a pair turning at another frequency, or which pairs and rows are turned by the wrong angle."""
     length, d = x.shape[-2], x.shape[-1]
-    pos = (torch.arange(length) if positions is None else positions).double()  # (L,)
-    inv_freq = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
-    # Each pair (x[2i], x[2i+1]) against (got[2i], got[2i+1]): its length before and after, and the angle it
-    # turned, each (N, L, d/2) with the leading dimensions flattened into N.
-    a, b, c, s = x.double()[..., 0::2], x.double()[..., 1::2], got.double()[..., 0::2], got.double()[..., 1::2]
-    before, after, turned = (t.reshape(-1, *t.shape[-2:]) for t in (
-        torch.hypot(a, b), torch.hypot(c, s), torch.atan2(a * s - b * c, a * c + b * s)))
+    pos, inv_freq = _pos_and_freq(x, positions, base)
+    before, after, turned = _turned(got, x)
     scale = float(before.max())
     stretched = (after - before).abs() > 1e-4 * scale + 1e-4 * before
     if stretched.any():
@@ -379,6 +517,13 @@ def _pairs_probe(got: torch.Tensor, x: torch.Tensor, positions, base: float) -> 
         return (f"each pair turns by the angle of another position: {shown}. The formula is right and the "
                 f"positions are not: {how}.")
     small = (want.abs() > 1e-3) & (want.abs() < 1.0) & (angle.abs() < 3.0)
+    ratio = angle[small] / want[small]
+    if len(pairs) == d // 2 > 1 and len(set(torch.nonzero(small)[:, 1].tolist())) > 1 and float(
+            ratio.max() - ratio.min()) < 1e-3 * abs(float(ratio.mean())):  # one factor, whatever the pair
+        return (f"every pair turns {float(ratio.mean()):.6g} times as fast as it should, the same factor for each "
+                "pair: the frequencies base^(-2i/d) are right and the positions are scaled (divided by L or by "
+                "the largest position, say). Row j turns by positions[j] * base^(-2i/d), positions[j] as given "
+                "(j when positions is None).")
     for i in pairs:
         usable = small[:, i]
         if usable.any():
@@ -488,12 +633,17 @@ def check_apply_rotary(fn):
                 f"Your {name} returned dtype {got.dtype} {label}; it should keep x's dtype ({want.dtype}).\nHint: make "
                 "the result from x itself (torch.empty_like(x), x.clone(), or arithmetic on x's features); "
                 "torch.empty(x.shape) or torch.zeros(...) without dtype= is float32, and so is x.float().")
+        if (positions is not None or base != 10000.0) and not _close(got, want):
+            kept = _kept_probe(name, fn, label)  # told apart from ignoring the positions (or the base)
+            if kept:
+                raise ExerciseError(f"Your {name} is not right yet {label}: {kept}\nHint: {case_hint or given}")
         _compare_output(
             name, got, want, label, _ROTARY_MISTAKES, (x, positions, base),
             f"turn each pair of features (x[2i], x[2i+1]) by the angle of its row: {_FORMULA}.", case_hint,
             rerun=functools.partial(_rotated, name, label, fn, x, positions, base),
             random_hint="nothing in rotary positions is random: the angles come from the positions and the base alone.",
-            probes=[functools.partial(_offset_probe, name, fn, label, got, x, positions, base),
+            probes=[functools.partial(_rounded_probe, got, x, positions, base),
+                    functools.partial(_offset_probe, name, fn, label, got, x, positions, base),
                     functools.partial(_pairs_probe, got, x, positions, base)],
             axes=("sequence",) * (x.dim() - 2) + ("position", "feature"))
     label, x, positions, base, _ = cases[4]

@@ -405,4 +405,65 @@ class EmbOwn(nn.Module):
         return self.dropout(self.norm(x) if self.norm else x)
 
 
+# Positions and padding: the padding is a token like the others here (the attention mask keeps it out later).
+class EmbPositionIds(ES):
+    """The solution with the position ids made by ``position_ids(token_ids)``."""
+
+    def position_ids(self, token_ids):
+        return torch.arange(token_ids.shape[1])
+
+    def forward(self, token_ids, token_type_ids=None):
+        cfg = self.config
+        x = self.token(token_ids) * (math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0)
+        ids = self.position_ids(token_ids)
+        x = x + (self.position(ids) if cfg.positions == "learned" else self.sinusoids[ids])
+        if self.token_type is not None:
+            x = x + self.token_type(torch.zeros_like(token_ids) if token_type_ids is None else token_type_ids)
+        return self.dropout(self.norm(x) if self.norm is not None else x)
+
+
+@wrong("emb-probe-positions-skip-padding", C_EMB, "position ids torch.cumsum(token_ids != pad_id, dim=1) - 1 "
+       "(RoBERTa's count of real tokens)", "your positions count only the tokens that are not padding")
+class EmbCumsum(EmbPositionIds):
+    def position_ids(self, token_ids):
+        return torch.cumsum(token_ids != self.config.pad_id, dim=1) - 1
+
+
+@wrong("emb-probe-positions-skip-padding-clamped", C_EMB, "(torch.cumsum(token_ids != pad_id, dim=1) - 1).clamp(min=0)",
+       "your positions count only the tokens that are not padding")
+class EmbCumsumClamped(EmbPositionIds):
+    def position_ids(self, token_ids):
+        return (torch.cumsum(token_ids != self.config.pad_id, dim=1) - 1).clamp(min=0)
+
+
+@wrong("emb-padding-zeroed", C_EMB, "the output multiplied by (token_ids != pad_id)", "come out as zeros")
+class EmbPadZeroed(EmbRight):
+    def forward(self, token_ids, token_type_ids=None):
+        return super().forward(token_ids, token_type_ids) * (token_ids != self.config.pad_id)[..., None]
+
+
+@wrong("emb-padding-no-token-vector", C_EMB, "self.token(token_ids) * (token_ids != pad_id)[..., None]",
+       "get no token vector")
+class EmbPadNoToken(ES):
+    def forward(self, token_ids, token_type_ids=None):
+        cfg = self.config
+        x = self.token(token_ids) * (token_ids != cfg.pad_id)[..., None]  # as a padding_idx row of zeros would
+        x = x * (math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0) + self.table()[:token_ids.shape[1]]
+        if self.token_type is not None:
+            x = x + self.token_type(torch.zeros_like(token_ids) if token_type_ids is None else token_type_ids)
+        return self.dropout(self.norm(x) if self.norm is not None else x)
+
+
+@wrong("emb-probe-positions-across-batch", C_EMB, "position ids torch.arange(B * L).view(B, L) % max_len",
+       "the positions go on counting from one sequence to the next")
+class EmbAcrossBatch(EmbPositionIds):
+    def position_ids(self, token_ids):
+        return torch.arange(token_ids.numel()).view_as(token_ids) % self.config.max_len
+
+
+right("emb-position-ids-arange", C_EMB, "position ids torch.arange(L), looked up with self.position(ids)")(
+    EmbPositionIds)
+
+
+
 test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()

@@ -444,6 +444,39 @@ def pe_where(L, d):
 
 
 
+# The sines and cosines put together by a stack (or cat) and a reshape along the wrong dimension.
+def _sin_cos(L, d):
+    angles = torch.arange(L, dtype=torch.float32)[:, None] / _freq(d)  # (L, d/2)
+    return angles.sin(), angles.cos()
+
+
+wrong("pe-stack-dim0-reshape", C_PE, "torch.stack([sin, cos]).reshape(L, d): (2, L, d/2) read as (L, d)",
+      "each row takes the sines of two positions")(lambda L, d: torch.stack(_sin_cos(L, d)).reshape(L, d))
+wrong("pe-cat-dim0-reshape", C_PE, "torch.cat([sin, cos]).reshape(L, d): (2L, d/2) read as (L, d)",
+      "each row takes the sines of two positions")(lambda L, d: torch.cat(_sin_cos(L, d)).reshape(L, d))
+
+
+@wrong("pe-angles-frequency-first", C_PE, "angles inv_freq[:, None] * pos (d/2, L), then stack(dim=-1).reshape(L, d)",
+       "the table was read frequency by frequency")
+def pe_frequency_first(L, d):
+    angles = (1 / _freq(d))[:, None] * torch.arange(L, dtype=torch.float32)[None, :]  # (d/2, L)
+    return torch.stack([angles.sin(), angles.cos()], dim=-1).reshape(L, d)
+
+
+wrong("pe-stack-permuted-reshape", C_PE, "torch.stack([sin, cos]).permute(2, 1, 0).reshape(L, d)",
+      "the table was read frequency by frequency")(
+    lambda L, d: torch.stack(_sin_cos(L, d)).permute(2, 1, 0).reshape(L, d))
+wrong("pe-probe-stack-reshape-transposed", C_PE, "torch.stack([sin, cos]).reshape(d, L).T",
+      "many sit in the wrong places")(lambda L, d: torch.stack(_sin_cos(L, d)).reshape(d, L).T)
+wrong("pe-stack-dim1-reshape", C_PE, "torch.stack([sin, cos], dim=1).reshape(L, d): halves",
+      "they are interleaved")(lambda L, d: torch.stack(_sin_cos(L, d), dim=1).reshape(L, d))
+right("pe-stack-permute-right", C_PE, "torch.stack([sin, cos]).permute(1, 2, 0).reshape(L, d)")(
+    lambda L, d: torch.stack(_sin_cos(L, d)).permute(1, 2, 0).reshape(L, d))
+right("pe-cat-then-interleave", C_PE, "torch.cat([sin, cos], -1) then its columns taken in interleaved order")(
+    lambda L, d: torch.cat(_sin_cos(L, d), -1)[:, torch.arange(d).reshape(2, d // 2).T.reshape(-1)])
+
+
+
 # ----------------------------------------------------------------------------------------------
 # apply_rotary (notebook 13)
 
@@ -726,6 +759,96 @@ def rt_float64(x, positions=None, base=10000.0):
     out = torch.cat([(even * angles.cos() - odd * angles.sin())[..., None],
                      (even * angles.sin() + odd * angles.cos())[..., None]], dim=-1)
     return out.reshape(x.shape).to(x.dtype)
+
+
+# Numbers rounded on the way, tables kept between calls, and other slips added later.
+@wrong("rt-probe-float16-angles", C_RT, "angles = positions[:, None].half() * inv_freq.half(), cos and sin in float",
+       "the angles lose digits")
+def rt_half_angles(x, positions=None, base=10000.0):
+    positions = torch.arange(x.shape[-2]) if positions is None else positions
+    inv_freq = base ** (-torch.arange(0, x.shape[-1], 2, dtype=torch.float32) / x.shape[-1])
+    return _turn(x, (positions[:, None].half() * inv_freq.half()).float())
+
+
+@wrong("rt-probe-bfloat16-angles", C_RT, "the angles made in bfloat16, .float() before cos and sin",
+       "the angles lose digits")
+def rt_bf16_angles(x, positions=None, base=10000.0):
+    return _turn(x, _angles(x, positions, base).bfloat16().float())
+
+
+@wrong("rt-probe-float16-cos-sin", C_RT, "cos and sin rounded to float16 (a half-precision table), then to x's dtype",
+       "carries only 2 or 3 significant digits")
+def rt_half_tables(x, positions=None, base=10000.0):
+    angles = _angles(x, positions, base)
+    cos, sin = angles.cos().half().to(x.dtype), angles.sin().half().to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+
+
+_BY_SHAPE: dict = {}
+
+
+@wrong("rt-probe-tables-cached-by-shape", C_RT, "cos and sin kept in a module-level dict keyed by (L, d)",
+       "reuses cos and sin (or the angles) from an earlier call with the same shape")
+def rt_cached_by_shape(x, positions=None, base=10000.0):
+    key = tuple(x.shape[-2:])
+    if key not in _BY_SHAPE:
+        _BY_SHAPE[key] = _angles(x, positions, base)
+    return _turn(x, _BY_SHAPE[key])
+
+
+_BY_POSITIONS: dict = {}
+
+
+@wrong("rt-probe-tables-cached-without-base", C_RT, "angles cached by (L, d, positions), the base left out of the key",
+       "reuses cos and sin (or the angles) from an earlier call with the same shape")
+def rt_cached_without_base(x, positions=None, base=10000.0):
+    key = (*x.shape[-2:], None if positions is None else tuple(positions.tolist()))
+    if key not in _BY_POSITIONS:
+        _BY_POSITIONS[key] = _angles(x, positions, base)
+    return _turn(x, _BY_POSITIONS[key])
+
+
+@wrong("rt-exponent-sign", C_RT, "inv_freq = base ** (torch.arange(0, d, 2) / d): the minus sign left out",
+       "the exponent has the wrong sign")
+def rt_exponent_sign(x, positions=None, base=10000.0):
+    length, d = x.shape[-2:]
+    positions = torch.arange(length) if positions is None else positions
+    return _turn(x, positions.float()[:, None] * base ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
+
+
+@wrong("rt-probe-positions-scaled", C_RT, "positions divided by L (normalised positions)",
+       "the same factor for each pair")
+def rt_positions_by_length(x, positions=None, base=10000.0):
+    positions = torch.arange(x.shape[-2]) if positions is None else positions
+    return _turn(x, _angles(x, positions.float() / x.shape[-2], base))
+
+
+_RIGHT_CACHE: dict = {}
+
+
+@right("rt-cached-by-everything", C_RT, "cos and sin cached by (L, d, base, positions, dtype)")
+def rt_cached_right(x, positions=None, base=10000.0):
+    key = (*x.shape[-2:], base, None if positions is None else tuple(positions.tolist()), x.dtype)
+    if key not in _RIGHT_CACHE:
+        angles = _angles(x, positions, base)
+        _RIGHT_CACHE[key] = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    cos, sin = _RIGHT_CACHE[key]
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+
+
+@right("rt-loops", C_RT, "plain loops over rows and pairs with math.cos and math.sin")
+def rt_loops(x, positions=None, base=10000.0):
+    length, d = x.shape[-2:]
+    out = x.clone()
+    for j, p in enumerate(range(length) if positions is None else positions.tolist()):
+        for i in range(d // 2):
+            c, s = math.cos(p * base ** (-2 * i / d)), math.sin(p * base ** (-2 * i / d))
+            a, b = x[..., j, 2 * i], x[..., j, 2 * i + 1]
+            out[..., j, 2 * i], out[..., j, 2 * i + 1] = a * c - b * s, a * s + b * c
+    return out
+
 
 
 test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()
