@@ -372,8 +372,8 @@ def _check_own_dropout(pair, label, ids, mask) -> None:
     the eval() stack, as all its dropout lives in the embeddings and the layers. A dropout of the stack's
     own (an nn.Dropout on self, or F.dropout with self.training) still drops."""
     # by type name: the grader's checker sees mirrors of the learner's modules, named like them
-    own = [child for child in pair.cand.children()
-           if not all(type(m).__name__ in ("Dropout", "ModuleList", "Sequential", "ModuleDict") for m in child.modules())]
+    holders = ("Dropout", "ModuleList", "Sequential", "ModuleDict")
+    own = [child for child in pair.cand.children() if not all(type(m).__name__ in holders for m in child.modules())]
     for child in own:
         child.eval()
     label = label.replace("in train() mode", "in train() mode, its embeddings and layers switched to eval()")

@@ -38,12 +38,11 @@ def _pe_slip(**settings):
 
 
 def _reshaped(seq_len, d_model, layout):
-    """The right sines and cosines, (seq_len, d_model/2) each, put together by a stack and a reshape."""
+    """The right sines and cosines stacked and reshaped: along dim 0 ("dim0"), or from angles (d/2, L) ("T")."""
     pe = _positions(seq_len, d_model).double()
     sin, cos = pe[:, 0::2], pe[:, 1::2]
     if layout == "dim0":  # torch.stack([sin, cos]) is (2, L, d/2); torch.cat([sin, cos]) (2L, d/2): the same memory
         return torch.stack([sin, cos]).reshape(seq_len, d_model).float()
-    # "frequencies first": angles (d/2, L), torch.stack([sin, cos], dim=-1) then (d/2, L, 2)
     return torch.stack([sin.T, cos.T], dim=-1).reshape(seq_len, d_model).float()
 
 
@@ -204,9 +203,9 @@ def _moved_values(got: torch.Tensor, want: torch.Tensor) -> str:
             p, j = near[0]
             shown.append(f"row {r}, column {c} holds the {'sin' if j % 2 == 0 else 'cos'} of position {p} "
                          f"(column {j})")
-    return ("every value of yours is a right value of the table, but many sit in the wrong places"
-            + (f" ({'; '.join(shown)})" if shown else "")
-            + ": the sines and cosines were put together in the wrong order (a stack, cat or reshape along the "
+    where = f" ({'; '.join(shown)})" if shown else ""
+    return (f"every value of yours is a right value of the table, but many sit in the wrong places{where}: the sines "
+            "and cosines were put together in the wrong order (a stack, cat or reshape along the "
             "wrong dimension?). Row p holds position p, with sin in column 2i and cos in column 2i+1: "
             "torch.stack([sin, cos], dim=-1).reshape(seq_len, d_model) with sin and cos (seq_len, d_model/2), or "
             "pe[:, 0::2] = sin; pe[:, 1::2] = cos.")
