@@ -90,6 +90,20 @@ _LOSS_MISTAKES = [
      "pass logits.transpose(1, 2) (B, C, L).",
      _slip(lambda per, keep, lo, la: _mean(F.cross_entropy(lo, la.clamp(0, lo.shape[1] - 1), reduction="none"), keep),
            lambda lo, la, m: lo.shape[1] == lo.shape[2])),
+    ("it returns exp() of the mean cross-entropy, the perplexity: a number to report, not the loss to train on. "
+     "Return the mean cross-entropy itself (perplexity = loss.exp() is computed from it afterwards).",
+     _slip(lambda per, keep, *_: _mean(per, keep).exp())),
+    ("it is a binary cross-entropy (F.binary_cross_entropy_with_logits against one-hot labels): each class "
+     "judged alone, by a sigmoid, and averaged over the C classes too. The classes of a token compete in one "
+     "softmax: F.cross_entropy(logits[mask], labels[mask]).",
+     _slip(lambda per, keep, lo, la: F.binary_cross_entropy_with_logits(
+         lo, F.one_hot(la.clamp(0, lo.shape[-1] - 1), lo.shape[-1]).double(), reduction="none").mean(-1)
+         .mul(keep).sum() / keep.sum())),
+    ("it is a squared error between the logits and one-hot labels (F.mse_loss), not a cross-entropy: the "
+     "logits are scores that go through a softmax, -log softmax(logits)[label]: F.cross_entropy(logits[mask], "
+     "labels[mask]).",
+     _slip(lambda per, keep, lo, la: (lo - F.one_hot(la.clamp(0, lo.shape[-1] - 1), lo.shape[-1]).double())
+           .pow(2).mean(-1).mul(keep).sum() / keep.sum())),
 ]
 
 

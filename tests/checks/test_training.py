@@ -117,8 +117,11 @@ wrong("ml-probe-floor-division", C_ML, "(per * mask).sum() // mask.sum(): the me
     lambda logits, labels, mask: (per_token(logits, labels) * mask).sum() // mask.sum())
 wrong("ml-probe-sign", C_ML, "the mean log-probability of the labels: the minus sign forgotten",
       "the sign is flipped")(lambda logits, labels, mask: -F.cross_entropy(logits[mask], labels[mask]))
-wrong("ml-probe-bce", C_ML, "binary cross-entropy with logits against one-hot labels",
+wrong("ml-probe-margin", C_ML, "F.multi_margin_loss: a hinge on the label's score, not a cross-entropy",
       "it is not the cross-entropy of the labels")(
+    lambda logits, labels, mask: F.multi_margin_loss(logits[mask], labels[mask]))
+wrong("ml-binary", C_ML, "binary cross-entropy with logits against one-hot labels",
+      "it is a binary cross-entropy")(
     lambda logits, labels, mask: F.binary_cross_entropy_with_logits(
         logits[mask], F.one_hot(labels[mask], logits.shape[-1]).to(logits.dtype)))
 wrong("ml-probe-pairs-transposed", C_ML, "logits.transpose(0, 1)[mask.T] against labels[mask]: orders differ",
@@ -134,6 +137,11 @@ wrong("ml-softmax-positions", C_ML, "log_softmax(logits, dim=1): over the positi
 wrong("ml-minus-one-labels", C_ML, "pads relabelled -1, as if -1 were cross_entropy's default ignore_index",
       "which is -100 unless you pass another")(
     lambda logits, labels, mask: F.cross_entropy(logits.transpose(1, 2), labels.masked_fill(~mask, -1)))
+wrong("ml-perplexity", C_ML, "F.cross_entropy(...).exp(): the perplexity returned as the loss",
+      "the perplexity")(lambda logits, labels, mask: F.cross_entropy(logits[mask], labels[mask]).exp())
+wrong("ml-squared-error", C_ML, "F.mse_loss between the logits and one-hot labels",
+      "it is a squared error between the logits and one-hot labels")(
+    lambda logits, labels, mask: F.mse_loss(logits[mask], F.one_hot(labels[mask], logits.shape[-1]).to(logits.dtype)))
 wrong("ml-probe-max-log-prob", C_ML, "-log_softmax(logits).max(-1): the most likely class's log-probability",
       "it scores each token against the class the logits rank first")(
     lambda logits, labels, mask: -(logits.log_softmax(-1).amax(-1) * mask).sum() / mask.sum())
