@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 
 import torch
 
@@ -13,13 +14,13 @@ from ._run import ExerciseError, _checker, _gen, _randn
 from .registry import exercise
 
 
-def _layout(x, a, f, n1, n2, pre, res=(True, True), scale=1.0):
+def _layout(x, a, f, n1, n2, pre, res=(True, True), scale=1.0, total=1.0):
     """The block from these parts: each sublayer in turn, x + sub(norm(x)) in pre-LN (``pre``), norm(x + sub(x))
     in post-LN; ``res`` says which of the two residual connections are there, ``scale`` multiplies each sublayer's
-    output."""
+    output, ``total`` each residual sum."""
     for sub, norm, kept in ((a, n1, res[0]), (f, n2, res[1])):
         y = scale * (sub(norm(x)) if pre else sub(x))
-        y = x + y if kept else y
+        y = total * (x + y) if kept else y
         x = y if pre else norm(y)
     return x
 
@@ -97,6 +98,114 @@ _BLOCK_MISTAKES = [
 ]
 
 
+def _plain(norm):
+    """``norm`` without its weight and bias (what a LayerNorm built inside forward, or F.layer_norm without them,
+    gives), with its eps or with nn.LayerNorm's default."""
+    return [lambda t, e=e: torch.nn.functional.layer_norm(t, t.shape[-1:], eps=e) for e in (norm.eps, 1e-5)]
+
+
+def _keep(x, mask):
+    """The padding mask (B, 1, 1, L) as (B, L, 1) floats; None for no mask or any other mask (a causal one)."""
+    if mask is None or mask.dim() != 4 or mask.shape[1:3] != (1, 1) or mask.shape[0] != x.shape[0]:
+        return None
+    return mask[:, 0, 0, :, None].to(x.dtype)
+
+
+def _pads_zeroed(before: bool, pass_mask: bool = True):
+    """x zeroed at its padding positions before the sublayers (``before``), or the output after them."""
+    def make(x, r, mask):
+        keep = _keep(x, mask)
+        if keep is None:
+            return []
+        m = mask if pass_mask else None
+        a = lambda t: r.attn(t, m)  # noqa: E731
+        if before:
+            return {"out": _layout(x * keep, a, r.ffn, r.norm1, r.norm2, r.norm_first)}
+        return {"out": _layout(x, a, r.ffn, r.norm1, r.norm2, r.norm_first) * keep}
+    return make
+
+
+def _step(pre, sub, norm, x):
+    """One sublayer step in the block's layout."""
+    return x + sub(norm(x)) if pre else norm(x + sub(x))
+
+
+def _attention_added(x, a, f, n1, n2, pre):
+    """The feed-forward step's residual adds the attention's output o, not the attention step's result h."""
+    o = a(n1(x)) if pre else a(x)
+    return o + f(n2(x + o)) if pre else n2(o + f(n1(x + o)))
+
+
+def _attention_read(x, a, f, n1, n2, pre):
+    """The feed-forward network reads the attention's output o (normalised or not), not the step's result h."""
+    if pre:
+        o = a(n1(x))
+        return [x + o + f(n2(o)), x + o + f(o)]
+    o = a(x)
+    return n2(n1(x + o) + f(o))
+
+
+# Two listed messages that get a second formula below.
+_RESIDUAL_NORMALISED = next(m for m, *_ in _BLOCK_MISTAKES if m.startswith("the residual adds the normalised x"))
+_NORMALISED_AGAIN = next(m for m, *_ in _BLOCK_MISTAKES if m.startswith("the block's output is normalised again"))
+
+# Found by probing learners' answers after the list above was written (kept after it: a tie goes to the first).
+_BLOCK_MISTAKES_LATER = [
+    ("the feed-forward step's residual adds the attention's output alone, not the result of the attention step: "
+     "h = (attention step), then norm2(h + ffn(h)) in post-LN, h + ffn(norm2(h)) in pre-LN.",
+     lambda x, a, f, n1, n2, pre: _attention_added(x, a, f, n1, n2, pre)),
+    ("the feed-forward network reads x + attn(x) before norm1: in post-LN the attention step ends with the norm, "
+     "h = norm1(x + attn(x, mask)), and the feed-forward step reads that h: norm2(h + ffn(h)).",
+     lambda x, a, f, n1, n2, pre: [] if pre else n2(n1(s := x + a(x)) + f(s))),
+    ("the feed-forward step's residual adds x + attn(x) before norm1: in post-LN the attention step's result is "
+     "h = norm1(x + attn(x, mask)), and the feed-forward step adds to that h: norm2(h + ffn(h)).",
+     lambda x, a, f, n1, n2, pre: [] if pre else n2((s := x + a(x)) + f(n1(s)))),
+    ("the attention's output is indexed with [0], which keeps the first sequence of the batch and adds it to "
+     "every sequence: self.attn(x, mask) returns one tensor (B, L, d_model), not a tuple as "
+     "nn.MultiheadAttention does, so use it as it is.",
+     lambda x, a, f, n1, n2, pre: _layout(x, lambda t: a(t)[0], f, n1, n2, pre)),
+    ("the feed-forward step is missing: after the attention step comes x = norm2(x + ffn(x)) in post-LN, "
+     "x = x + ffn(norm2(x)) in pre-LN.", lambda x, a, f, n1, n2, pre: _step(pre, a, n1, x)),
+    ("the attention step is missing: the block first does x = norm1(x + attn(x, mask)) in post-LN, "
+     "x = x + attn(norm1(x), mask) in pre-LN, and then the feed-forward step.",
+     lambda x, a, f, n1, n2, pre: [_step(pre, f, n2, x), _step(pre, f, n1, x)]),
+    ("the norms' weight and bias (gamma and beta) are not used: a LayerNorm built inside forward "
+     "(nn.LayerNorm(d_model)) or F.layer_norm without weight and bias normalises with weight 1 and bias 0. Use "
+     "the block's own self.norm1 and self.norm2.",
+     lambda x, a, f, n1, n2, pre: [_layout(x, a, f, p1, p2, pre) for p1, p2 in zip(_plain(n1), _plain(n2))]),
+    ("each residual sum is halved, (x + attn(...)) / 2: add the sublayer's output to x as it is, "
+     "x + attn(...), with no averaging.",
+     lambda x, a, f, n1, n2, pre: _layout(x, a, f, n1, n2, pre, total=0.5)),
+    ("an activation is applied to the feed-forward network's output: self.ffn(x) already applies its activation "
+     "between its two layers, so add its output as it is, x + ffn(...).",
+     lambda x, a, f, n1, n2, pre: [_layout(x, a, lambda t, act=act: act(f(t)), n1, n2, pre)
+                                   for act in (torch.nn.functional.gelu, torch.relu)]),
+    ("the block's output goes through an activation (ReLU or GELU): the block returns its last residual sum "
+     "(post-LN: the norm of it) as it is; the activation belongs inside the feed-forward network only.",
+     lambda x, a, f, n1, n2, pre: [act(_layout(x, a, f, n1, n2, pre))
+                                   for act in (torch.relu, torch.nn.functional.gelu)]),
+    ("the feed-forward network reads norm2(norm1(x)) of the block's input: it reads the stream after the "
+     "attention step, x = x + attn(norm1(x), mask); then x + ffn(norm2(x)).",
+     lambda x, a, f, n1, n2, pre: x + a(n1(x)) + f(n2(n1(x))) if pre else []),
+    ("in post-LN the feed-forward network reads a LayerNorm of the attention step's result, which is normalised "
+     "already: h = norm1(x + attn(x, mask)); then norm2(h + ffn(h)), with no norm on ffn's input.",
+     lambda x, a, f, n1, n2, pre: [] if pre else [n2((h := n1(x + a(x))) + f(n1(h))), n2(h + f(n2(h)))]),
+    (_RESIDUAL_NORMALISED,
+     lambda x, a, f, n1, n2, pre: (h := n1(x) + a(n1(x))) + f(n2(h)) if pre else []),
+    (_NORMALISED_AGAIN, lambda x, a, f, n1, n2, pre: n1(_layout(x, a, f, n1, n2, True)) if pre else []),
+    ("in the attention step the LayerNorm sits on the sublayer's output, before the add: x + norm1(attn(x)). "
+     "Post-LN normalises the sum, x = norm1(x + attn(x, mask)); pre-LN normalises the sublayer's input, "
+     "x + attn(norm1(x), mask).", lambda x, a, f, n1, n2, pre: _step(pre, f, n2, x + n1(a(x)))),
+    ("in the feed-forward step the LayerNorm sits on the sublayer's output, before the add: x + norm2(ffn(x)). "
+     "Post-LN normalises the sum, x = norm2(x + ffn(x)); pre-LN normalises the sublayer's input, "
+     "x + ffn(norm2(x)).", lambda x, a, f, n1, n2, pre: (h := _step(pre, a, n1, x)) + n2(f(h))),
+    ("the feed-forward network reads the attention's output alone, not the result of the attention step: "
+     "h = x + attn(norm1(x), mask) in pre-LN, h = norm1(x + attn(x, mask)) in post-LN, goes into the "
+     "feed-forward step.",
+     lambda x, a, f, n1, n2, pre: _attention_read(x, a, f, n1, n2, pre)),
+]
+
+
 def _block_mistakes(norm_first: bool, mode: str = "eval", dropout: float = 0.0):
     """The block's mistakes for this layout; some depend on the mode and the dropout rate it was built with."""
     asked = ("pre-LN (norm_first=True): x = x + attn(norm1(x)); x = x + ffn(norm2(x))" if norm_first else
@@ -118,7 +227,23 @@ def _block_mistakes(norm_first: bool, mode: str = "eval", dropout: float = 0.0):
             "rate is the probability to drop, so pass p itself (F.dropout(t, p, self.training), or "
             "nn.Dropout(dropout)), not 1 - p.",
             lambda x, a, f, n1, n2, pre: x if pre else n2(n1(x))))
-    return [(message, _variant(norm_first, *how)) for message, *how in mistakes]
+    mistakes += [
+        ("the attention sublayer is written pre-LN, x + attn(norm1(x)), and the feed-forward sublayer post-LN, "
+         f"norm2(x + ffn(x)): both sublayers take the block's layout, here {asked}.",
+         lambda x, a, f, n1, n2, pre: _step(False, f, n2, _step(True, a, n1, x))),
+        ("the attention sublayer is written post-LN, norm1(x + attn(x)), and the feed-forward sublayer pre-LN, "
+         f"x + ffn(norm2(x)): both sublayers take the block's layout, here {asked}.",
+         lambda x, a, f, n1, n2, pre: _step(True, f, n2, _step(False, a, n1, x))),
+    ]
+    mistakes += _BLOCK_MISTAKES_LATER
+    return [(message, _variant(norm_first, *how)) for message, *how in mistakes] + [
+        ("x is multiplied by the padding mask (its padding positions zeroed) before the sublayers: the mask goes "
+         "only to the attention, self.attn(..., mask), and x stays as it is.",
+         lambda x, r, mask: [_pads_zeroed(True)(x, r, mask), _pads_zeroed(True, False)(x, r, mask)]),
+        ("your output is zero at the padding positions: the block computes every position, padding included, and "
+         "leaves it there (the mask only keeps padding keys out of the attention); do not zero them.",
+         _pads_zeroed(False)),
+    ]
 
 
 _NO_ATTENTION = {"attn.w_o.weight": 0.0, "attn.w_o.bias": 0.0}
@@ -179,7 +304,8 @@ def check_encoder_block(cls):
         for dropout in (0.3, 0.0):
             ref = Reference(d_model, n_heads, d_ff, dropout=0.0, norm_first=norm_first, implementation="eager")
             pair = Pair(name, cls, (d_model, n_heads, d_ff), ref, seed=41 + norm_first,
-                        kwargs={"dropout": dropout, "norm_first": norm_first}, norms=("norm1", "norm2"))
+                        kwargs={"dropout": dropout, "norm_first": norm_first}, norms=("norm1", "norm2"),
+                        rehint=_rehint)
             cases = [
                 (f"as {style}, x (2, 5, {d_model}), no mask", x, None),
                 (f"as {style} with a padding mask (2, 1, 1, 5)", x, pad),
@@ -220,7 +346,7 @@ def check_encoder_block(cls):
         given_eps = {"eps": 1e-3} if _takes(cls, "eps") else {}
         ref = Reference(24, 3, 40, dropout=0.0, norm_first=norm_first, implementation="eager", **given_eps)
         pair = Pair(name, cls, (24, 3, 40), ref, seed=43 + norm_first, norms=("norm1", "norm2"),
-                    kwargs={"dropout": 0.0, "norm_first": norm_first, **given_eps})
+                    kwargs={"dropout": 0.0, "norm_first": norm_first, **given_eps}, rehint=_rehint)
         label = (f"as {style} built with d_model=24, n_heads=3, d_ff=40" + (" and eps=1e-3" if given_eps else "")
                  + ", x (2, 5, 24) of small spread (about 0.03) with a padding mask (2, 1, 1, 5), dropout=0.0, in "
                  "eval() mode")
@@ -230,6 +356,26 @@ def check_encoder_block(cls):
                    "take every size from the arguments and from x (never 16, 4 or a fixed eps), and give the norms "
                    "the eps the block is built with: LayerNorm(d_model, eps=eps); self.norm1(x) then uses it.",
                    factor=3.0, axes=("sequence", "position", "feature"))
+
+
+_SUBLAYER_CALLS = {
+    "MultiHeadAttention": "self.attn(x, mask) takes x and the mask, by position or as mask=mask (attn_mask= and "
+                          "key_padding_mask= are nn.MultiheadAttention's names, not this attention's)",
+    "FeedForward": "self.ffn(x) takes only x",
+    "LayerNorm": "a LayerNorm takes only x: self.norm1(x)",
+}
+
+
+def _rehint(exc, *values):
+    """A sublayer called with a keyword its forward does not have gets its own hint (the exercise's says to keep
+    the signature, which is about the block's own forward); other errors stay as they are."""
+    found = re.search(r"(\w+)\.forward\(\) got an unexpected keyword argument '(\w+)'", str(exc.__cause__ or ""))
+    if not isinstance(exc.__cause__, TypeError) or not found:
+        return exc
+    cls, keyword = found.groups()
+    what = _SUBLAYER_CALLS.get(cls, f"pass the arguments of {cls} as its forward names them")
+    return ExerciseError(str(exc).split("\nHint:")[0] + f"\nHint: {cls}'s forward has no argument named "
+                         f"{keyword!r}, so your call of it fails: {what}.")
 
 
 def _takes(cls, argument: str) -> bool:
@@ -269,6 +415,12 @@ def _check_dropout(pair, label, x, mask, p: float, norm_first: bool) -> None:
     name = pair.name
     pair.cand.train()
     if torch.equal(pair.call(label, x, mask), pair.call(label, x, mask)):
+        if not pair.cand.training:
+            raise ExerciseError(
+                f"Your {name} switches itself to eval() mode when it is called {label}: after a call in train() "
+                "mode, its .training is False, so dropout never happens during training.\nHint: leave the mode "
+                "to the caller: no self.eval() or self.train(False) inside forward."
+            )
         raise ExerciseError(
             f"Your {name} gives exactly the same output twice {label}, so no dropout is "
             "happening during training.\nHint: apply dropout (self.dropout1, self.dropout2) "

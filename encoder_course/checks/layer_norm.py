@@ -83,8 +83,129 @@ _LN_MISTAKES = [
 ]
 
 
+def _affine(x, weight, bias, x_hat, after=0.0):
+    """``weight * x_hat + bias (+ after)``, ``x_hat`` in float64, in ``x``'s dtype (for the slips below)."""
+    return {"out": (x_hat * weight.double() + bias.double() + after).to(x.dtype)}
+
+
+def _ln_parts(x):
+    """x in float64, its mean and its centred values over the last dimension."""
+    x64 = x.double()
+    mean = x64.mean(-1, keepdim=True)
+    return x64, mean, x64 - mean
+
+
+def _ln_other_axis(x, w, b, e, which):
+    """The mean (``which`` "mean") or the variance ("var") over another axis than the last, the other one right."""
+    x64, mean, c = _ln_parts(x)
+    var = (c * c).mean(-1, keepdim=True)
+    out = []
+    for d in range(x.dim() - 1):
+        if which == "mean":
+            m = x64.mean(d, keepdim=True)
+            out.append(_affine(x, w, b, (x64 - m) / torch.sqrt(var + e)))
+            # (the variance then centred on that mean, as x.var does not but (x - m) ** 2 does)
+            out.append(_affine(x, w, b, (x64 - m) / torch.sqrt(((x64 - m) ** 2).mean(-1, keepdim=True) + e)))
+        else:
+            out.append(_affine(x, w, b, c / torch.sqrt(x64.var(d, keepdim=True, unbiased=False) + e)))
+    return out
+
+
+def _ln_swapped_stats(x, w, b, e):
+    """``mean, var = torch.var_mean(...)`` (it returns var first), and ``mean, std = torch.std_mean(...)``."""
+    x64, mean, c = _ln_parts(x)
+    var = (c * c).mean(-1, keepdim=True)
+    std = var.sqrt()
+    return [_affine(x, w, b, (x64 - var) / torch.sqrt(mean + e)),
+            _affine(x, w, b, (x64 - std) / torch.sqrt(mean ** 2 + e)),
+            _affine(x, w, b, (x64 - std) / (mean + e))]
+
+
+def _ln_x_hat(formula):
+    """A slip that changes only x_hat: ``formula(x64, mean, centred, var, eps)``."""
+    def make(x, w, b, e):
+        x64, mean, c = _ln_parts(x)
+        return _affine(x, w, b, formula(x64, mean, c, (c * c).mean(-1, keepdim=True), e))
+    return make
+
+
+def _ln_eps_after(x, w, b, e):
+    """eps added to the normalised x (before or after gamma and beta) instead of to the variance."""
+    _, _, c = _ln_parts(x)
+    x_hat = c / (c * c).mean(-1, keepdim=True).sqrt()
+    return [_affine(x, w, b, x_hat + e), _affine(x, w, b, x_hat, after=e)]
+
+
+def _ln_wrong_count(x, w, b, e):
+    """The sums over the features divided by the size of another dimension (x.shape[k]), for the mean, the
+    variance or both."""
+    x64, mean, c = _ln_parts(x)
+    n, out = x.shape[-1], []
+    for size in sorted({x.shape[k] for k in range(x.dim() - 1)} - {n}):
+        m = x64.sum(-1, keepdim=True) / size
+        for centre, count in ((m, size), (mean, size), (m, n)):
+            v = ((x64 - centre) ** 2).sum(-1, keepdim=True) / count
+            out.append(_affine(x, w, b, (x64 - centre) / torch.sqrt(v + e)))
+    return out
+
+
+def _ln_norm_not_std(x, w, b, e):
+    """Divided by the norm of the centred x (sqrt(d_model) times its standard deviation), eps in or out."""
+    _, _, c = _ln_parts(x)
+    sq = (c * c).sum(-1, keepdim=True)
+    return [_affine(x, w, b, c / (sq.sqrt() + e)), _affine(x, w, b, c / torch.sqrt(sq + e))]
+
+
+# Found by probing learners' answers after the list above was written (kept after it: a tie goes to the first).
+_LN_MISTAKES += [
+    ("the variance is taken over another axis than the mean: both belong to the last dimension, "
+     "x.var(dim=-1, unbiased=False, keepdim=True), each token over its own features.",
+     lambda x, w, b, e: _ln_other_axis(x, w, b, e, "var")),
+    ("the mean is taken over another axis than the variance: both belong to the last dimension, "
+     "x.mean(dim=-1, keepdim=True), each token over its own features.",
+     lambda x, w, b, e: _ln_other_axis(x, w, b, e, "mean")),
+    ("the mean and the spread are swapped: torch.var_mean returns (var, mean), in that order, and "
+     "torch.std_mean returns (std, mean). Write var, mean = torch.var_mean(x, dim=-1, keepdim=True, correction=0).",
+     _ln_swapped_stats),
+    ("the centred x is multiplied by the standard deviation instead of divided by it (is it divided by "
+     "torch.rsqrt(...)? rsqrt is already 1 / sqrt): (x - mean) / sqrt(var + eps), or (x - mean) * "
+     "torch.rsqrt(var + eps).", _ln_x_hat(lambda x64, m, c, v, e: c * torch.sqrt(v + e))),
+    ("it takes the square root of the standard deviation: x.std() is already sqrt(var). Divide by "
+     "sqrt(var + eps), var = x.var(dim=-1, unbiased=False, keepdim=True).",
+     lambda x, w, b, e: [_ln_x_hat(lambda x64, m, c, v, e: c / torch.sqrt(v.sqrt() + e))(x, w, b, e),
+                         _ln_x_hat(lambda x64, m, c, v, e: c / torch.sqrt(x64.std(-1, keepdim=True) + e))(
+                             x, w, b, e)]),
+    ("eps is added twice, inside the square root and again outside it: divide by sqrt(var + eps) alone.",
+     _ln_x_hat(lambda x64, m, c, v, e: c / (torch.sqrt(v + e) + e))),
+    ("eps is added to the normalised x, after the division, instead of to the variance: eps belongs under the "
+     "square root, (x - mean) / sqrt(var + eps).", _ln_eps_after),
+    ("eps is added to x - mean, above the fraction, instead of to the variance below it: "
+     "(x - mean) / sqrt(var + eps).", _ln_x_hat(lambda x64, m, c, v, e: (c + e) / torch.sqrt(v))),
+    ("the output is not normalised at all: it is self.weight * x + self.bias with x as it came in. Multiply "
+     "the normalised x_hat = (x - mean) / sqrt(var + eps) by self.weight.",
+     _ln_x_hat(lambda x64, m, c, v, e: x64)),
+    ("the variance has lost its brackets: sum / d - 1 subtracts 1 from the variance (negative, so its square root "
+     "is NaN). The variance is the mean of (x - mean)^2, the sum divided by d_model: "
+     "((x - mean) ** 2).mean(dim=-1, keepdim=True).",
+     _ln_x_hat(lambda x64, m, c, v, e: c / torch.sqrt(v - 1 + e))),
+    ("a sum over the features is divided by the size of another dimension (x.shape[0] or x.shape[1]), not by "
+     "the number of features: take the mean over the last dimension, x.mean(dim=-1, keepdim=True), or divide by "
+     "x.shape[-1].", _ln_wrong_count),
+    ("the centred values are squared in place (c.pow_(2), c **= 2 or c *= c on the tensor you divide), so the "
+     "squares are divided instead of x - mean: square a copy, var = (c ** 2).mean(dim=-1, keepdim=True).",
+     _ln_x_hat(lambda x64, m, c, v, e: c * c / torch.sqrt(v + e))),
+    ("it divides by the norm of x - mean, which is sqrt(d_model) times the standard deviation: divide by "
+     "sqrt(var + eps), var being the mean of (x - mean)^2 (the norm divided by sqrt(d_model) is the standard "
+     "deviation).", _ln_norm_not_std),
+]
+
+
 _LN_HINT = ("y = weight * (x - mean) / sqrt(var + eps) + bias, with mean and the biased variance over the last "
             "dimension.")
+
+_LN_UNREPEATABLE = ("a LayerNorm has nothing random in it, in train() mode too: no dropout inside it, no layer "
+                    "built inside forward, nothing stored on self from one call to the next.\nHint: compute the "
+                    "mean and variance of this x and apply self.weight and self.bias; nothing else.")
 
 _LN_AXES = {2: ("token", "feature"), 3: ("sequence", "position", "feature"),
             4: ("sequence", None, "position", "feature")}
@@ -103,6 +224,9 @@ _LN_SETTINGS = [
 def _ln_probe(pair, label, x) -> str:
     """Localise a LayerNorm mistake no listed slip (nor a parameter set alone) explains: what the output of
     gamma = 1, beta = 0 gets wrong (its mean, its spread, its response to a shift or a scale of x)."""
+    rounded = _rounds_to_half(pair, label, x)
+    if rounded:
+        return rounded
     with pair.setting({"bias": 0.0, "weight": 2.0}, both=False), torch.no_grad():
         doubled = pair.call(label, x).double()
         _sub(pair.name, pair.cand, "weight").fill_(1.0)
@@ -132,7 +256,7 @@ def _ln_probe(pair, label, x) -> str:
     ratio = (std / spread)
     if float((ratio - 1).abs().max()) > 1e-3:
         r, low, high = float(ratio.median()), float(ratio.min()), float(ratio.max())
-        found = (f"yours has {r:.4g} for every token" if high - low < 1e-3 * high else
+        found = (f"yours has {r:.4g} for every token" if high - low <= 1e-3 * high else
                  f"yours varies from token to token, from {low:.4g} to {high:.4g}, so each token's own spread is "
                  "not divided out (is the square root missing, or the variance of the wrong axis?)")
         return (f"with gamma one and beta zero, each token's output should have standard deviation 1 (its "
@@ -142,6 +266,26 @@ def _ln_probe(pair, label, x) -> str:
         return ("multiplying a token by 4 changes your output (by up to "
                 f"{float((scaled - y).abs().max()):.4g}), but LayerNorm's does not: the division must be by the "
                 "token's own standard deviation, sqrt(var + eps).")
+    return ""
+
+
+def _rounds_to_half(pair, label, x) -> str:
+    """Whether the learner's output stays exactly the same when x is first rounded to half precision: then the
+    code itself rounds x to float16 or bfloat16 (a right answer's output follows every digit of x). Said only of
+    an output within 1% of the reference's (one that ignores x, or most of it, is no rounding)."""
+    if not x.is_floating_point() or x.dtype in (torch.float16, torch.bfloat16):
+        return ""
+    with torch.no_grad():
+        got = pair.call(label, x)
+        want = pair.want(x)
+        if got.shape != want.shape or not _close(got, want, 500.0):
+            return ""
+        for dtype, name in ((torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
+            low = x.to(dtype).to(x.dtype)
+            if not torch.equal(low, x) and torch.equal(pair.call(label, low), got):
+                return (f"your output stays exactly the same when x is first rounded to {name}, so your code rounds "
+                        f"x to {name} (a .half(), .bfloat16() or .to(torch.{name})), which keeps only about "
+                        f"{3 if dtype == torch.float16 else 2} significant digits: compute in x's own dtype.")
     return ""
 
 
@@ -174,6 +318,7 @@ def check_layer_norm(cls):
             for label, xx, case_hint in cases:
                 label = label if mode == "eval" else f"{label}, in train() mode"
                 pair.check(label, (xx,), _LN_MISTAKES, (xx, w, b, e), _LN_HINT, repeat=True, case_hint=case_hint,
+                           unrepeatable=_LN_UNREPEATABLE,
                            factor=2.0, probes=[pair.settings_probe(label, (xx,), _LN_SETTINGS, factor=2.0),
                                                functools.partial(_ln_probe, pair, label, xx)],
                            axes=_LN_AXES[xx.dim()])

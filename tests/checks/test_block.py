@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -828,6 +830,398 @@ class BlockHugeEps(BlockRight):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.norm1.eps = self.norm2.eps = 1e6
+
+
+# ----------------------------------------------------------------------------------------------
+# Round 7: learners' answers the checker named with a wrong or generic cause, and right answers in more styles
+
+
+@wrong("blk-pre-attn-post-ffn", C_BLK, "both layouts written as x + attn(norm1(x)), then norm2(x + ffn(x))",
+       "the attention sublayer is written pre-LN")
+class BlkPrePost(BB):
+    def forward(self, x, mask=None):
+        x = x + self.dropout1(self.attn(self.norm1(x), mask))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-post-branch-pre-ffn", C_BLK, "the post-LN branch's feed-forward step written pre-LN: x + ffn(norm2(x))",
+       "the attention sublayer is written post-LN")
+class BlkPostPre(BlockRight):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            return super().forward(x, mask)
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return x + self.dropout2(self.ffn(self.norm2(x)))
+
+
+@wrong("blk-res-adds-attention-output", C_BLK, "a = attn(x); h = norm1(x + a); norm2(a + ffn(h))",
+       "residual adds the attention's output alone")
+class BlkResA(BlockRight):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            return super().forward(x, mask)
+        a = self.dropout1(self.attn(x, mask))
+        h = self.norm1(x + a)
+        return self.norm2(a + self.dropout2(self.ffn(h)))
+
+
+@wrong("blk-post-ffn-reads-sum", C_BLK, "s = x + attn(x); h = norm1(s); norm2(h + ffn(s))",
+       "the feed-forward network reads x + attn(x) before norm1")
+class BlkReadsSum(BlockRight):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            return super().forward(x, mask)
+        s = x + self.dropout1(self.attn(x, mask))
+        return self.norm2(self.norm1(s) + self.dropout2(self.ffn(s)))
+
+
+@wrong("blk-post-residual-sum", C_BLK, "s = x + attn(x); h = norm1(s); norm2(s + ffn(h))",
+       "residual adds x + attn(x) before norm1")
+class BlkResSum(BlockRight):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            return super().forward(x, mask)
+        s = x + self.dropout1(self.attn(x, mask))
+        return self.norm2(s + self.dropout2(self.ffn(self.norm1(s))))
+
+
+@wrong("blk-attn-index-0", C_BLK, "self.attn(x, mask)[0], as for nn.MultiheadAttention's (out, weights)",
+       "the attention's output is indexed with [0]")
+class BlkIndex0(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask)[0])
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)[0]))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-attn-mask-keyword", C_BLK, "self.attn(x, attn_mask=mask): nn.MultiheadAttention's keyword",
+       "forward has no argument named")
+class BlkAttnMaskKw(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), attn_mask=mask))
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.attn(x, attn_mask=mask)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-attention-step-only", C_BLK, "returns after the attention step: the feed-forward step forgotten",
+       "the feed-forward step is missing")
+class BlkAttnOnly(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            return x + self.dropout1(self.attn(self.norm1(x), mask))
+        return self.norm1(x + self.dropout1(self.attn(x, mask)))
+
+
+@wrong("blk-ffn-step-only", C_BLK, "the feed-forward step alone: the attention step forgotten",
+       "the attention step is missing")
+class BlkFfnOnly(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-layernorm-in-forward", C_BLK, "nn.LayerNorm(d) built inside forward instead of self.norm1/self.norm2",
+       "the norms' weight and bias (gamma and beta) are not used")
+class BlkLNInForward(BB):
+    def forward(self, x, mask=None):
+        n1, n2 = nn.LayerNorm(x.shape[-1]), nn.LayerNorm(x.shape[-1])
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(n1(x), mask))
+            return x + self.dropout2(self.ffn(n2(x)))
+        x = n1(x + self.dropout1(self.attn(x, mask)))
+        return n2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-F-layer-norm-bare", C_BLK, "F.layer_norm(t, t.shape[-1:], eps=...) without the norms' weight and bias",
+       "the norms' weight and bias (gamma and beta) are not used")
+class BlkFLNBare(BB):
+    def forward(self, x, mask=None):
+        def n(t):
+            return F.layer_norm(t, t.shape[-1:], eps=self.norm1.eps)
+
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(n(x), mask))
+            return x + self.dropout2(self.ffn(n(x)))
+        x = n(x + self.dropout1(self.attn(x, mask)))
+        return n(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-averaged-residual", C_BLK, "(x + attn(...)) / 2: the residual sum averaged (post-LN: only eps shows it)",
+       "each residual sum is halved")
+class BlkAvg(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = (x + self.dropout1(self.attn(self.norm1(x), mask))) / 2
+            return (x + self.dropout2(self.ffn(self.norm2(x)))) / 2
+        x = self.norm1((x + self.dropout1(self.attn(x, mask))) / 2)
+        return self.norm2((x + self.dropout2(self.ffn(x))) / 2)
+
+
+@wrong("blk-gelu-on-ffn-output", C_BLK, "x + dropout2(F.gelu(self.ffn(x))): the activation applied again",
+       "an activation is applied to the feed-forward network's output")
+class BlkGeluOut(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(self.norm1(x), mask))
+            return x + self.dropout2(F.gelu(self.ffn(self.norm2(x))))
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout2(F.gelu(self.ffn(x))))
+
+
+@wrong("blk-relu-on-output", C_BLK, "F.relu of the block's output (a CNN habit)",
+       "the block's output goes through an activation")
+class BlkReluOut(BlockRight):
+    def forward(self, x, mask=None):
+        return F.relu(super().forward(x, mask))
+
+
+@wrong("blk-pre-ffn-reads-norm2-norm1", C_BLK, "pre-LN: h = norm1(x); x = x + attn(h); x + ffn(norm2(h))",
+       "reads norm2(norm1(x)) of the block's input")
+class BlkN2N1(BlockRight):
+    def forward(self, x, mask=None):
+        if not self.norm_first:
+            return super().forward(x, mask)
+        h = self.norm1(x)
+        x = x + self.dropout1(self.attn(h, mask))
+        return x + self.dropout2(self.ffn(self.norm2(h)))
+
+
+@wrong("blk-post-ffn-reads-norm1", C_BLK, "post-LN: norm2(x + ffn(norm1(x))), norm1 applied again to ffn's input",
+       "reads a LayerNorm of the attention step's result")
+class BlkPostN1Again(BlockRight):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            return super().forward(x, mask)
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout2(self.ffn(self.norm1(x))))
+
+
+@wrong("blk-pre-normed-stream-in-place", C_BLK, "pre-LN: h = norm1(x); h += attn(h); h + ffn(norm2(h))",
+       "the residual adds the normalised x")
+class BlkPreHInPlace(BlockRight):
+    def forward(self, x, mask=None):
+        if not self.norm_first:
+            return super().forward(x, mask)
+        h = self.norm1(x)
+        h += self.dropout1(self.attn(h, mask))
+        return h + self.dropout2(self.ffn(self.norm2(h)))
+
+
+@wrong("blk-pre-final-norm1", C_BLK, "pre-LN returns norm1(x + ffn(norm2(x))): a final norm, with norm1",
+       "output is normalised again")
+class BlkPreFinalN1(BlockRight):
+    def forward(self, x, mask=None):
+        out = super().forward(x, mask)
+        return self.norm1(out) if self.norm_first else out
+
+
+@wrong("blk-post-attention-norm-on-branch", C_BLK, "post-LN: x + norm1(attn(x)), then norm2(x + ffn(x)) right",
+       "in the attention step the LayerNorm sits on the sublayer's output")
+class BlkAttnBranchNorm(BlockRight):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            return super().forward(x, mask)
+        x = x + self.norm1(self.dropout1(self.attn(x, mask)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-post-ffn-norm-on-branch", C_BLK, "post-LN: norm1(x + attn(x)) right, then x + norm2(ffn(x))",
+       "in the feed-forward step the LayerNorm sits on the sublayer's output")
+class BlkFfnBranchNorm(BlockRight):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            return super().forward(x, mask)
+        x = self.norm1(x + self.dropout1(self.attn(x, mask)))
+        return x + self.norm2(self.dropout2(self.ffn(x)))
+
+
+@wrong("blk-ffn-reads-attention-output", C_BLK, "a = attn(...); x = x + a; x + ffn(norm2(a)): ffn fed a, not x",
+       "the feed-forward network reads the attention's output alone")
+class BlkFfnReadsA(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            a = self.dropout1(self.attn(self.norm1(x), mask))
+            return x + a + self.dropout2(self.ffn(self.norm2(a)))
+        a = self.dropout1(self.attn(x, mask))
+        return self.norm2(self.norm1(x + a) + self.dropout2(self.ffn(a)))
+
+
+@wrong("blk-x-times-padding-mask", C_BLK, "x = x * mask[:, 0, 0, :, None] before the sublayers (padding zeroed)",
+       "x is multiplied by the padding mask")
+class BlkXMask(BlockRight):
+    def forward(self, x, mask=None):
+        if mask is not None and mask.dim() == 4 and mask.shape[1:3] == (1, 1):
+            x = x * mask[:, 0, 0, :, None]
+        return super().forward(x, mask)
+
+
+@wrong("blk-output-pads-zeroed", C_BLK, "the output multiplied by the padding mask (padding positions set to 0)",
+       "your output is zero at the padding positions")
+class BlkOutMask(BlockRight):
+    def forward(self, x, mask=None):
+        out = super().forward(x, mask)
+        if mask is not None and mask.dim() == 4 and mask.shape[1:3] == (1, 1):
+            out = out * mask[:, 0, 0, :, None]
+        return out
+
+
+@wrong("blk-eval-inside-forward", C_BLK, "self.eval() at the top of forward (to make the output repeatable)",
+       "switches itself to eval() mode")
+class BlkEvalInside(BlockRight):
+    def forward(self, x, mask=None):
+        self.eval()
+        return super().forward(x, mask)
+
+
+# Named right before this round: kept so they stay named.
+@wrong("blk-dropout-built-in-forward", C_BLK, "d = nn.Dropout(p) built inside forward: in training mode, always",
+       "dropout is active in eval mode")
+class BlkDropInForward(BB):
+    def forward(self, x, mask=None):
+        d = nn.Dropout(self.p)
+        if self.norm_first:
+            x = x + d(self.attn(self.norm1(x), mask))
+            return x + d(self.ffn(self.norm2(x)))
+        x = self.norm1(x + d(self.attn(x, mask)))
+        return self.norm2(x + d(self.ffn(x)))
+
+
+@wrong("blk-mask-unsqueezed-again", C_BLK, "mask[:, None, None, :] applied to the (B, 1, 1, L) mask the block gets",
+       "Pass the block's mask on to self.attn as given")
+class BlkMask6(BlockRight):
+    def forward(self, x, mask=None):
+        return super().forward(x, None if mask is None else mask[:, None, None, :])
+
+
+@wrong("blk-dropout-on-residual-x", C_BLK, "self.dropout1(x) + attn(...): dropout on the residual stream",
+       "outside the sublayers")
+class BlkDropX(BB):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = self.dropout1(x) + self.attn(self.norm1(x), mask)
+            return self.dropout2(x) + self.ffn(self.norm2(x))
+        x = self.norm1(self.dropout1(x) + self.attn(x, mask))
+        return self.norm2(self.dropout2(x) + self.ffn(x))
+
+
+@right("blk-forward-with-weights", C_BLK, "self.attn.forward_with_weights(h, mask)[0], the weights dropped")
+class BlkFWW(BB):
+    def forward(self, x, mask=None):
+        h = self.norm1(x) if self.norm_first else x
+        a, _ = self.attn.forward_with_weights(h, mask)
+        x = x + self.dropout1(a)
+        if not self.norm_first:
+            x = self.norm1(x)
+        h = self.norm2(x) if self.norm_first else x
+        x = x + self.dropout2(self.ffn(h))
+        return x if self.norm_first else self.norm2(x)
+
+
+@right("blk-functools-reduce", C_BLK, "functools.reduce over (norm, sublayer, dropout) steps, partial(attn, mask=)")
+class BlkReduce(BB):
+    def forward(self, x, mask=None):
+        steps = [(self.norm1, functools.partial(self.attn, mask=mask), self.dropout1),
+                 (self.norm2, self.ffn, self.dropout2)]
+
+        def step(t, parts):
+            norm, sub, drop = parts
+            return t + drop(sub(norm(t))) if self.norm_first else norm(t + drop(sub(t)))
+
+        return functools.reduce(step, steps, x)
+
+
+@right("blk-hand-rolled-dropout", C_BLK, "dropout by hand: rand_like >= p, scaled by 1 / (1 - p), only in training")
+class BlkHandDrop(BB):
+    def forward(self, x, mask=None):
+        def d(t):
+            if not self.training or self.p == 0:
+                return t
+            return t * (torch.rand_like(t) >= self.p).to(t.dtype) / (1 - self.p)
+
+        if self.norm_first:
+            x = x + d(self.attn(self.norm1(x), mask))
+            return x + d(self.ffn(self.norm2(x)))
+        x = self.norm1(x + d(self.attn(x, mask)))
+        return self.norm2(x + d(self.ffn(x)))
+
+
+@right("blk-mask-expanded-to-heads", C_BLK, "mask.expand(B, self.attn.n_heads, L, L), passed as mask=")
+class BlkExpand(BB):
+    def forward(self, x, mask=None):
+        if mask is not None:
+            B, L = x.shape[:2]
+            mask = mask.expand(B, self.attn.n_heads, L, L)
+        return BlockRight.forward(self, x, mask)
+
+
+@right("blk-dict-dispatch", C_BLK, "{True: pre, False: post}[bool(self.norm_first)](x) with nested functions")
+class BlkDispatch(BB):
+    def forward(self, x, mask=None):
+        def pre(t):
+            t = t + self.dropout1(self.attn(self.norm1(t), mask))
+            return t + self.dropout2(self.ffn(self.norm2(t)))
+
+        def post(t):
+            t = self.norm1(t + self.dropout1(self.attn(t, mask)))
+            return self.norm2(t + self.dropout2(self.ffn(t)))
+
+        return {True: pre, False: post}[bool(self.norm_first)](x)
+
+
+@right("blk-F-layer-norm-with-params", C_BLK, "F.layer_norm(t, (d,), norm.weight, norm.bias, norm.eps)")
+class BlkFLN(BB):
+    def forward(self, x, mask=None):
+        def n(norm, t):
+            return F.layer_norm(t, (t.shape[-1],), norm.weight, norm.bias, norm.eps)
+
+        if self.norm_first:
+            x = x + self.dropout1(self.attn(n(self.norm1, x), mask))
+            return x + self.dropout2(self.ffn(n(self.norm2, x)))
+        x = n(self.norm1, x + self.dropout1(self.attn(x, mask)))
+        return n(self.norm2, x + self.dropout2(self.ffn(x)))
+
+
+@right("blk-all-true-default-mask", C_BLK, "mask None replaced by an all-True (B, 1, 1, L) mask from x's sizes")
+class BlkAllTrue(BB):
+    def forward(self, x, mask=None):
+        if mask is None:
+            mask = torch.ones(x.shape[0], 1, 1, x.shape[1], dtype=torch.bool)
+        return BlockRight.forward(self, x, mask)
+
+
+@right("blk-module-list-steps", C_BLK, "nn.ModuleList of (norm, dropout) pairs built in __init__, zipped with subs")
+class BlkSteps(BB):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.steps = nn.ModuleList([nn.ModuleList([self.norm1, self.dropout1]),
+                                    nn.ModuleList([self.norm2, self.dropout2])])
+
+    def forward(self, x, mask=None):
+        for (norm, drop), sub in zip(self.steps, (lambda t: self.attn(t, mask), self.ffn)):
+            x = x + drop(sub(norm(x))) if self.norm_first else norm(x + drop(sub(x)))
+        return x
+
+
+@right("blk-F-dropout-from-modules-clone", C_BLK, "F.dropout(p=self.dropout1.p, training=self.training) on a clone")
+class BlkFDropMods(BB):
+    def forward(self, x, mask=None):
+        def d1(t):
+            return F.dropout(t, p=self.dropout1.p, training=self.training)
+
+        def d2(t):
+            return F.dropout(t, p=self.dropout2.p, training=self.training)
+
+        res = x.clone()
+        if self.norm_first:
+            h = res + d1(self.attn(self.norm1(res), mask))
+            return h + d2(self.ffn(self.norm2(h)))
+        h = self.norm1(res + d1(self.attn(res, mask)))
+        return self.norm2(h + d2(self.ffn(h)))
 
 
 test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()

@@ -485,4 +485,256 @@ class LNNanEps(LB):
         return x * self.eps
 
 
+# ----------------------------------------------------------------------------------------------
+# Round 7: learners' answers the checker passed or named with a wrong cause, and right answers in more styles
+
+
+def _stats(x):
+    return x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False)
+
+
+@wrong("ln-var-over-sequence", C_LN, "mean over dim=-1, but x.var(1, ...): the variance over the sequence",
+       "the variance is taken over another axis than the mean")
+class LNVarSeq(LB):
+    def forward(self, x):
+        return self.norm(x, x.mean(-1, keepdim=True), x.var(1, keepdim=True, unbiased=False))
+
+
+@wrong("ln-mean-over-sequence", C_LN, "x.mean(1, ...) (over the sequence), the variance over dim=-1",
+       "the mean is taken over another axis than the variance")
+class LNMeanSeq(LB):
+    def forward(self, x):
+        return self.norm(x, x.mean(1, keepdim=True), x.var(-1, keepdim=True, unbiased=False))
+
+
+@wrong("ln-var-mean-order", C_LN, "mean, var = torch.var_mean(...): it returns (var, mean)",
+       "torch.var_mean returns (var, mean)")
+class LNVarMeanOrder(LB):
+    def forward(self, x):
+        mean, var = torch.var_mean(x, -1, keepdim=True, correction=0)
+        return self.norm(x, mean, var)
+
+
+@wrong("ln-std-mean-order", C_LN, "mean, std = torch.std_mean(...): it returns (std, mean)",
+       "torch.var_mean returns (var, mean)")
+class LNStdMeanOrder(LB):
+    def forward(self, x):
+        mean, std = torch.std_mean(x, -1, keepdim=True, correction=0)
+        return self.weight * (x - mean) / torch.sqrt(std ** 2 + self.eps) + self.bias
+
+
+@wrong("ln-divide-by-rsqrt", C_LN, "(x - mean) / torch.rsqrt(var + eps): rsqrt is already 1 / sqrt",
+       "multiplied by the standard deviation instead of divided by it")
+class LNDivRsqrt(LB):
+    def forward(self, x):
+        m, v = _stats(x)
+        return self.weight * (x - m) / torch.rsqrt(v + self.eps) + self.bias
+
+
+@wrong("ln-sqrt-of-std", C_LN, "(x - mean) / torch.sqrt(x.std(-1, unbiased=False) + eps): the root taken twice",
+       "it takes the square root of the standard deviation")
+class LNSqrtStd(LB):
+    def forward(self, x):
+        m, s = x.mean(-1, keepdim=True), x.std(-1, keepdim=True, unbiased=False)
+        return self.weight * (x - m) / torch.sqrt(s + self.eps) + self.bias
+
+
+@wrong("ln-eps-twice", C_LN, "(x - mean) / (torch.sqrt(var + eps) + eps)", "eps is added twice")
+class LNEpsTwice(LB):
+    def forward(self, x):
+        m, v = _stats(x)
+        return self.weight * (x - m) / (torch.sqrt(v + self.eps) + self.eps) + self.bias
+
+
+@wrong("ln-rsqrt-plus-eps", C_LN, "(x - mean) * torch.rsqrt(var) + eps: eps added to the normalised x",
+       "eps is added to the normalised x")
+class LNRsqrtPlusEps(LB):
+    def forward(self, x):
+        m, v = _stats(x)
+        return self.weight * ((x - m) * torch.rsqrt(v) + self.eps) + self.bias
+
+
+@wrong("ln-eps-in-numerator", C_LN, "(x - mean + eps) / torch.sqrt(var)", "eps is added to x - mean")
+class LNEpsTop(LB):
+    def forward(self, x):
+        m, v = _stats(x)
+        return self.weight * (x - m + self.eps) / torch.sqrt(v) + self.bias
+
+
+@wrong("ln-x-hat-unused", C_LN, "x_hat computed, then self.weight * x + self.bias returned",
+       "the output is not normalised at all")
+class LNXhatUnused(LB):
+    def forward(self, x):
+        m, v = _stats(x)
+        x_hat = (x - m) / torch.sqrt(v + self.eps)  # noqa: F841
+        return self.weight * x + self.bias
+
+
+@wrong("ln-var-brackets", C_LN, "((x - mean) ** 2).sum(-1) / x.shape[-1] - 1: brackets missing around d - 1",
+       "the variance has lost its brackets")
+class LNBrackets(LB):
+    def forward(self, x):
+        m = x.mean(-1, keepdim=True)
+        return self.norm(x, m, ((x - m) ** 2).sum(-1, keepdim=True) / x.shape[-1] - 1)
+
+
+@wrong("ln-var-over-shape0", C_LN, "the variance's sum divided by x.shape[0], not x.shape[-1]",
+       "divided by the size of another dimension")
+class LNShape0(LB):
+    def forward(self, x):
+        m = x.sum(-1, keepdim=True) / x.shape[-1]
+        return self.norm(x, m, ((x - m) ** 2).sum(-1, keepdim=True) / x.shape[0])
+
+
+@wrong("ln-sums-over-shape1", C_LN, "mean and variance as sums divided by x.shape[1] (the sequence length)",
+       "divided by the size of another dimension")
+class LNShape1Count(LB):
+    def forward(self, x):
+        m = x.sum(-1, keepdim=True) / x.shape[1]
+        return self.norm(x, m, ((x - m) ** 2).sum(-1, keepdim=True) / x.shape[1])
+
+
+@wrong("ln-pow-in-place", C_LN, "c = x - mean; var = c.pow_(2).mean(-1): c itself squared, then divided",
+       "the centred values are squared in place")
+class LNPowInPlace(LB):
+    def forward(self, x):
+        c = x - x.mean(-1, keepdim=True)
+        v = c.pow_(2).mean(-1, keepdim=True)
+        return self.weight * c / torch.sqrt(v + self.eps) + self.bias
+
+
+@wrong("ln-divide-by-norm", C_LN, "c / (c.norm(dim=-1, keepdim=True) + eps): the norm, not the standard deviation",
+       "it divides by the norm of x - mean")
+class LNByNorm(LB):
+    def forward(self, x):
+        c = x - x.mean(-1, keepdim=True)
+        return self.weight * c / (c.norm(dim=-1, keepdim=True) + self.eps) + self.bias
+
+
+@wrong("ln-probe-half-cast", C_LN, "h = x.half() for the statistics and the division, cast back at the end",
+       "your output stays exactly the same when x is first rounded to")
+class LNHalf(LB):
+    def forward(self, x):
+        h = x.half()
+        m, v = h.mean(-1, keepdim=True), h.var(-1, keepdim=True, unbiased=False)
+        return self.weight * ((h - m) / torch.sqrt(v + self.eps)).to(x.dtype) + self.bias
+
+
+@wrong("ln-dropout-inside", C_LN, "F.dropout(y, 0.1, self.training) on the LayerNorm's output",
+       "a LayerNorm has nothing random in it")
+class LNDropout(LB):
+    def forward(self, x):
+        m, v = _stats(x)
+        return F.dropout(self.norm(x, m, v), 0.1, self.training)
+
+
+# Named right before this round: kept so they stay named.
+@wrong("ln-nn-layernorm-in-forward", C_LN, "return nn.LayerNorm(d, eps=self.eps)(x): a fresh one, self's unused",
+       "gamma and beta are missing")
+class LNFresh(LB):
+    def forward(self, x):
+        return nn.LayerNorm(x.shape[-1], eps=self.eps)(x)
+
+
+@wrong("ln-if-bias-tensor", C_LN, "`y + self.bias if self.bias else y`: the truth of a whole tensor",
+       "to test whether a tensor was given")
+class LNIfBias(LB):
+    def forward(self, x):
+        m, v = _stats(x)
+        y = self.weight * (x - m) / torch.sqrt(v + self.eps)
+        return y + self.bias if self.bias else y
+
+
+@right("ln-log-exp", C_LN, "(x - mean) * exp(-0.5 * log(var + eps))")
+class LNLogExp(LB):
+    def forward(self, x):
+        m = x.mean(-1, keepdim=True)
+        v = (x - m).pow(2).mean(-1, keepdim=True)
+        return self.weight * (x - m) * torch.exp(-0.5 * torch.log(v + self.eps)) + self.bias
+
+
+@right("ln-transposed-dim-2", C_LN, "features moved to dim -2, normalised there, moved back")
+class LNTransposed(LB):
+    def forward(self, x):
+        t = x.transpose(-1, -2)
+        y = (t - t.mean(-2, keepdim=True)) / torch.sqrt(t.var(-2, keepdim=True, unbiased=False) + self.eps)
+        return self.weight * y.transpose(-1, -2) + self.bias
+
+
+@right("ln-loop-over-tokens", C_LN, "a Python loop over the tokens of x.reshape(-1, d), torch.stack")
+class LNLoop(LB):
+    def forward(self, x):
+        out = []
+        for r in x.reshape(-1, x.shape[-1]):
+            m = r.sum() / r.numel()
+            v = ((r - m) ** 2).sum() / r.numel()
+            out.append((r - m) / (v + self.eps) ** 0.5)
+        return torch.stack(out).reshape(x.shape) * self.weight + self.bias
+
+
+@right("ln-einsum", C_LN, "mean, variance and gamma through einsum, rsqrt")
+class LNEinsum(LB):
+    def forward(self, x):
+        d = x.shape[-1]
+        m = torch.einsum("...d,d->...", x, torch.full((d,), 1.0 / d, dtype=x.dtype))[..., None]
+        c = x - m
+        v = torch.einsum("...d,...d->...", c, c)[..., None] / d
+        return torch.einsum("...d,d->...d", c * torch.rsqrt(v + self.eps), self.weight) + self.bias
+
+
+@right("ln-flatten-positive-dim", C_LN, "x.flatten(0, -2), statistics over dim 1 (positive), reshaped back")
+class LNFlat(LB):
+    def forward(self, x):
+        flat = x.flatten(0, -2)
+        m, v = flat.mean(dim=1, keepdim=True), flat.var(dim=1, keepdim=True, correction=0)
+        return ((flat - m) / torch.sqrt(v + self.eps) * self.weight + self.bias).reshape(x.shape)
+
+
+@right("ln-std-mean-right-order", C_LN, "std, mean = torch.std_mean(x, -1, unbiased=False), addcmul")
+class LNStdMean(LB):
+    def forward(self, x):
+        std, mean = torch.std_mean(x, dim=-1, keepdim=True, unbiased=False)
+        return torch.addcmul(self.bias, (x - mean) / torch.sqrt(std.square() + self.eps), self.weight)
+
+
+@right("ln-contiguous-view", C_LN, "x.contiguous().view(-1, d), statistics over dim 1, .view back")
+class LNContig(LB):
+    def forward(self, x):
+        flat = x.contiguous().view(-1, x.shape[-1])
+        c = flat - flat.mean(1, keepdim=True)
+        return (c / (c.pow(2).mean(1, keepdim=True) + self.eps).sqrt() * self.weight + self.bias).view(x.shape)
+
+
+@right("ln-cumsum-method-chain", C_LN, "the mean as the last entry of cumsum / d, method chain .div().mul().add()")
+class LNChain(LB):
+    def forward(self, x):
+        d = x.shape[-1]
+        c = x - x.cumsum(-1)[..., -1:] / d
+        v = c.mul(c).sum(-1, keepdim=True).div(d)
+        return c.div(v.add(self.eps).sqrt()).mul(self.weight).add(self.bias)
+
+
+@right("ln-bias-argument", C_LN, "__init__ with bias=True (None when False), `if self.bias is not None` in forward")
+class LNBiasArg(nn.Module):
+    def __init__(self, d_model, eps=1e-5, bias=True):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model)) if bias else None
+
+    def forward(self, x):
+        m, v = _stats(x)
+        y = self.weight * (x - m) / torch.sqrt(v + self.eps)
+        return y if self.bias is None else y + self.bias
+
+
+@right("ln-float64-new-full", C_LN, "statistics in float64 with eps as h.new_full, cast back before gamma and beta")
+class LNF64(LB):
+    def forward(self, x):
+        h = x.to(torch.float64)
+        c = h - h.mean(-1, keepdim=True)
+        eps = h.new_full((), self.eps)
+        return (c / torch.sqrt((c * c).mean(-1, keepdim=True) + eps)).to(x.dtype) * self.weight + self.bias
+
+
 test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()
