@@ -39,8 +39,11 @@ class _Case:
 # Calling the learner's function, and what it must give back
 
 
-def _call(name, fn, case: _Case, label=None, seed=None, p=None, global_seed=_GLOBAL_SEED, form="keywords"):
+def _call(name, fn, case: _Case, label=None, seed=None, p=None, global_seed=_GLOBAL_SEED, form="keywords",
+          generator=None):
     """Call ``fn`` on the case and check what it returns; give ``(inputs, chosen)``.
+
+    ``generator``: the generator to pass (one seeded with ``seed``, or the case's seed, when None).
 
     ``form``: "keywords" (generator= and p= by name), "pretrain" (as ``pretrain`` calls it: the generator
     fifth, p at its default) or "global" (no generator, p at its default).
@@ -48,7 +51,8 @@ def _call(name, fn, case: _Case, label=None, seed=None, p=None, global_seed=_GLO
     label = label or case.label
     given = {"token_ids": case.token_ids, "maskable": case.maskable, "mask_id": case.mask_id,
              "vocab_size": case.vocab_size}
-    generator = _gen(case.seed if seed is None else seed)
+    if generator is None:
+        generator = _gen(case.seed if seed is None else seed)
     if form == "keywords":
         fn = functools.partial(fn, generator=generator, p=case.p if p is None else p)
     elif form == "pretrain":
@@ -246,18 +250,40 @@ def _p_probe(name, fn, case: _Case) -> str:
     listed = ", ".join(_pct(s) for s in shares)
     told = f"with p = 0.1, 0.2, 0.4 and 0.8 your {name} chooses {listed} of the maskable tokens"
     mean = sum(shares) / len(shares)
-    if all(_near(s, mean, n) for s in shares):
+    if all(_near(s, mean, n, slack=0.002) for s in shares):  # (a share that follows p, however little, is not this)
         return (f"{told}: the share does not change with p, so p is not used (a number of your own takes its "
                 "place). Compare each token's random number with the argument p.")
     below = [(s, p) for s, p in zip(shares, ps) if s < 0.9]  # a share capped at 1 says nothing of the factor
     ratio = sum(s for s, _ in below) / sum(p for _, p in below) if below else 1.0
     if all(_near(s, min(ratio * p, 1.0), n) for s, p in zip(shares, ps)):
+        if abs(ratio - 0.01) < 0.003:
+            return (f"{told}: about p / 100 each time, as if p were a percentage (a random number in 0 .. 100 "
+                    "compared with p). p is a probability, 0.15 for 15 %: torch.rand(...) < p, with no factor.")
         return (f"{told}: about {ratio:.2g} times p each time. Each maskable token is chosen with probability p "
                 "itself: torch.rand(...) < p, with no factor.")
     if all(_near(s, p * p, n) for s, p in zip(shares, ps)):
         return (f"{told}: about p squared each time, as if a token were chosen only when two random numbers both "
                 "fall below p. Draw one number per token and compare it with p once.")
     return f"{told}; it should be p itself each time (10 %, 20 %, 40 % and 80 %)."
+
+
+@probe
+def _batch_draw_probe(name, fn, case: _Case) -> str:
+    """Twenty calls at p=0.5 with generators seeded in turn: does each choose every maskable token or none?"""
+    label = f"{case.label.rsplit(', p=', 1)[0]}, p=0.5"
+    outcomes = set()
+    for seed in range(300, 320):
+        _, chosen = _call(name, fn, case, label=label, seed=seed, p=0.5)
+        picked = chosen[case.maskable]
+        if picked.any() and not picked.all():
+            return ""
+        outcomes.add(bool(picked.any()))
+    if len(outcomes) < 2:
+        return ""
+    return ("in 20 calls at p=0.5 with generators seeded in turn, each call chose either every maskable token or "
+            "none: one random number decides for the whole batch (torch.rand(1) < p, or an if on one draw). Each "
+            "maskable token is chosen on its own: one number per token, torch.rand(token_ids.shape, "
+            "generator=generator) < p.")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -302,6 +328,33 @@ def _split_probe(name, fn, case: _Case, shares, n_chosen) -> str:
     return ""
 
 
+def _ordered_fates(chosen, masked, kept) -> str:
+    """Does a chosen token's fate follow its rank among the chosen ones, in its sequence or in the whole batch
+    (the first 80 % mask_id, ...)? Drawn on its own, the fate does not depend on the rank ("" when it does not)."""
+    order = torch.cumsum(chosen.long(), dim=1) - 1  # (B, L): each chosen token's index in its sequence's selection
+    per_row = chosen.sum(dim=1, keepdim=True).clamp(min=1)  # (B, 1)
+    ranks = {"in each sequence": ((order + 0.5) / per_row)[chosen]}  # (N,), in 0 .. 1
+    n = int(chosen.sum())
+    ranks["in the whole batch, row after row"] = (torch.arange(n, dtype=torch.float64) + 0.5) / n
+    m, k = masked[chosen], kept[chosen]  # (N,), (N,)
+    n_m, n_k = int(m.sum()), int(k.sum())
+    if n_m < 30 or n_k < 30:
+        return ""
+    for where, rank in ranks.items():
+        rank = rank.double()
+        gap = float(rank[k].mean() - rank[m].mean())
+        z = gap / math.sqrt((1 / 12) * (1 / n_m + 1 / n_k))  # a uniform rank's variance is 1/12
+        if abs(z) > 8 and abs(gap) > 0.2:
+            early, late = rank < 0.5, rank >= 0.9
+            return (f"the fate follows the order of the chosen tokens {where}: of the chosen tokens in the first "
+                    f"half of that order, {_pct(float(m[early].double().mean()))} became mask_id, of those in its "
+                    f"last tenth {_pct(float(m[late].double().mean()))} (and {_pct(float(k[late].double().mean()))} "
+                    "stayed as they were). The first 80 % of the chosen are not the ones to mask: each chosen "
+                    "token's fate is drawn on its own, r = torch.rand(token_ids.shape, generator=generator), "
+                    "mask_id where r < 0.8.")
+    return ""
+
+
 _PURE = {"became mask_id": (1.0, 0.0, 0.0), "got a random id": (0.0, 1.0, 0.0), "kept its id": (0.0, 0.0, 1.0)}
 
 
@@ -320,6 +373,9 @@ def _fate_probe(case: _Case, inputs, chosen) -> str:
     chance = sum(s * s for s in shares)
     if chance > 0.99:
         return ""
+    ordered = _ordered_fates(chosen, masked, kept)
+    if ordered:
+        return ordered
     measured = {}
     for dim in (0, 1):  # across sequences, along a sequence (on a tie, the first)
         alike = [_pairs(fate, chosen, dim) for fate in (masked, swapped, kept)]

@@ -5,10 +5,15 @@ on batched multi-head and 3-D inputs, block sizes that divide ``L_k`` and that d
 than ``L_k`` and a block of one key, padding masks (at the end, and at the start so that a row's first
 block is all masked), a random mask with a whole block masked and fully masked rows (which must give
 zeros, as the package's attention does), scores large enough to overflow ``exp`` in float32 and scores
-all far below zero, tiny inputs, float64, and the gradients. Where the numbers differ, the usual slips
-are recomputed on the same inputs and named: no rescale of the running sum or of the output when the
-maximum grows, the maximum not carried across blocks, ``exp(-inf - -inf)`` on a masked block, 0 / 0 on
-a fully masked row, a division per block, the scale forgotten, the last short block skipped, ...
+all far below zero, tiny inputs, float64, the gradients, and last float16 (compared loosely; skipped
+where this torch lacks float16 attention on the CPU), where a constant beyond its range (``-1e30``,
+``torch.finfo(torch.float32).min``) is -inf or cannot be stored. Where the numbers differ, the usual
+slips are recomputed on the same inputs and named: no rescale of the running sum or of the output when
+the maximum grows, the maximum not carried across blocks, ``exp(-inf - -inf)`` on a masked block, 0 / 0
+on a fully masked row, a division per block, the scale forgotten or applied at every block, the last
+short block skipped or padded with unmasked zero keys, the mask added or multiplied, ... A probe names
+the rest: the first block's share lost (a rescale after the add), the divisor alone wrong (the output
+right up to one factor per row), weights that do not add up to 1 (v all ones), ``torch.chunk``.
 
 **Block by block, really.** The numbers alone cannot tell an online softmax from full attention, so
 while the learner's function runs, the checker records every torch call it makes, with the shapes
@@ -51,7 +56,18 @@ from ._compare import (
     _shape_hint,
     probe,
 )
-from ._run import ExerciseError, _check_unchanged, _checker, _expect_tensor, _gen, _invoke, _randn, _shape, _snapshot
+from ._run import (
+    ExerciseError,
+    _check_unchanged,
+    _checker,
+    _expect_tensor,
+    _gen,
+    _invoke,
+    _NotAttempted,
+    _randn,
+    _shape,
+    _snapshot,
+)
 from .registry import exercise
 
 # ----------------------------------------------------------------------------------------------
@@ -60,13 +76,21 @@ from .registry import exercise
 
 def _online(q, k, v, mask, block, *, scale=True, rescale_sum=True, rescale_acc=True, max_mode="running",
             guard_blocks=True, guard_rows=True, fill="-inf", divide="end", skip_last=False, inverted=False,
-            rescale_sign=1.0, p_from="new", mask_after=False):
+            rescale_sign=1.0, p_from="new", mask_after=False, mask_mode="fill", scale_each_block=False,
+            pad_zeros=False):
     """Attention over key blocks with a running max and sum; the keywords switch on one slip each."""
     shape = scores_shape(q, k)
     if mask is not None:
         mask = torch.broadcast_to(mask, shape)
         mask = ~mask if inverted else mask
-    if scale:
+    if pad_zeros and k.shape[-2] % block:  # zero keys and values to a multiple of block, not masked
+        extra = block - k.shape[-2] % block
+        k = torch.cat([k, k.new_zeros((*k.shape[:-2], extra, k.shape[-1]))], dim=-2)
+        v = torch.cat([v, v.new_zeros((*v.shape[:-2], extra, v.shape[-1]))], dim=-2)
+        if mask is not None:
+            mask = torch.cat([mask, mask.new_ones((*mask.shape[:-1], extra))], dim=-1)
+        shape = (*shape[:-1], k.shape[-2])
+    if scale and not scale_each_block:
         q = q / math.sqrt(q.shape[-1])
     rows = (*shape[:-1], 1)
     m = q.new_zeros(rows) if max_mode == "zero" else q.new_full(rows, float("-inf"))
@@ -76,8 +100,14 @@ def _online(q, k, v, mask, block, *, scale=True, rescale_sum=True, rescale_acc=T
     starts = range(0, length - length % block if skip_last else length, block)
     for start in starts:
         keys = slice(start, start + block)
+        if scale_each_block:  # q = q / sqrt(d_k) inside the loop: once more at every block
+            q = q / math.sqrt(q.shape[-1])
         scores = q @ k[..., keys, :].transpose(-2, -1)
-        if mask is not None and not mask_after:
+        if mask is not None and mask_mode == "add":  # True as 1, False as 0: the masked keys keep their scores
+            scores = scores + mask[..., keys].to(scores.dtype)
+        elif mask is not None and mask_mode == "mul":  # the masked scores become 0
+            scores = scores * mask[..., keys]
+        elif mask is not None and not mask_after:
             scores = scores.masked_fill(~mask[..., keys], float("-inf") if fill == "-inf" else -1e9)
         if divide in ("block_mean", "block_sum"):  # each block's own softmax, the results added up
             acc = acc + torch.nan_to_num(torch.softmax(scores, dim=-1)) @ v[..., keys, :]
@@ -175,6 +205,19 @@ _ONLINE_MISTAKES = [
      "underflows to 0 and the row divides 0 by 0. Start it at float('-inf') (torch.full(..., -inf)), so the "
      "first block sets it.",
      _variants({"max_mode": "zero"}, {"max_mode": "zero", "guard_rows": False})),
+    ("the mask is added to the scores (scores + mask): True counts as 1 and False as 0, so a masked key keeps its "
+     "score and its weight. Fill the masked scores with -inf: scores.masked_fill(~mask_block, float('-inf')).",
+     _variants(mask_mode="add")),
+    ("the scores are multiplied by the mask (scores * mask): a masked score becomes 0, not -inf, so the masked key "
+     "still gets exp(0 - m) of the weight. Fill them with -inf: scores.masked_fill(~mask_block, float('-inf')).",
+     _variants(mask_mode="mul")),
+    ("q is divided by sqrt(d_k) again at every block (q = q / sqrt(d_k) inside the loop): the first block's scores "
+     "are scaled once, the second's twice, and so on. Scale once, before the loop.",
+     _variants(scale_each_block=True)),
+    ("the last block is padded with zero keys (and zero values) that are not masked: a zero key scores 0 and takes "
+     "its share of the weight. Slice the last block shorter, k[..., start:start + block_size, :] does it by itself, "
+     "or mask the keys you pad.",
+     _variants(pad_zeros=True)),
 ]
 
 
@@ -290,6 +333,78 @@ def _online_cases():
     return cases
 
 
+def _half_case():
+    """(label, q, k, v, mask, block_size) in float16, with masked first blocks and fully masked rows."""
+    g = _gen(19)
+    q, k, v = (_randn(g, 2, 3, *shape).half() for shape in ((5, 6), (11, 6), (11, 7)))
+    mask = torch.ones(2, 3, 5, 11, dtype=torch.bool)
+    mask[0, ..., :5] = False  # the first sequence's whole first block (and one more key) masked
+    mask[1, ..., 4:8] = False  # a middle block masked
+    mask[1, 1, 2] = False  # a query row with every key masked
+    return ("on float16 inputs q (2, 3, 5, 6), k (2, 3, 11, 6), v (2, 3, 11, 7) with a (2, 3, 5, 11) mask: the first "
+            "sequence's first block masked, a middle block masked in the second, and one query row with every key "
+            "masked, block_size=4", q, k, v, mask, 4)
+
+
+@functools.cache
+def _half_works() -> bool:
+    """Whether this torch computes attention in float16 on the CPU (older versions lack some of it)."""
+    try:
+        x = torch.ones(2, 1, 3, 4, dtype=torch.float16)
+        scores = (x @ x.transpose(-2, -1)).masked_fill(torch.eye(3, dtype=torch.bool), float("-inf"))
+        m = torch.maximum(scores.amax(-1, keepdim=True), torch.full((2, 1, 3, 1), float("-inf"), dtype=x.dtype))
+        p = torch.exp(scores - torch.where(torch.isinf(m), torch.zeros_like(m), m))
+        torch.softmax(scores, -1) @ x + torch.logsumexp(scores, -1, keepdim=True) + (p @ x) / p.sum(-1, keepdim=True)
+        return True
+    except (RuntimeError, NotImplementedError):
+        return False
+
+
+def _check_half(name, fn):
+    """float16, where a constant beyond its range (+-65504) is +-inf: compared loosely (float16 keeps ~3 digits)."""
+    if not _half_works():
+        return
+    label, q, k, v, mask, block = _half_case()
+    try:
+        got = _call(name, fn, label, q, k, v, mask, block)
+    except _NotAttempted as exc:
+        if "Half" in str(exc):  # an operation this torch lacks in float16 on the CPU: not the learner's doing
+            return
+        raise
+    except ExerciseError as exc:
+        if isinstance(exc.__cause__, RuntimeError) and "without overflow" in str(exc.__cause__):
+            raise ExerciseError(
+                f"Your {name} raised RuntimeError {label}: {exc.__cause__}\nHint: a constant beyond float16's range "
+                "(+-65504), such as -1e30, -1e9 or torch.finfo(torch.float32).min, cannot be stored in float16. "
+                "Start m at float('-inf') (and measure from 0 while a row has seen only masked keys), fill the "
+                "masked scores with float('-inf'), or take any big constant from torch.finfo(q.dtype)."
+            ) from exc.__cause__
+        raise
+    got = _expect_tensor(name, got, label, "the output tensor")
+    want = _reference(q.double(), k.double(), v.double(), mask).to(q.dtype)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        raise ExerciseError(f"Your {name} returned {_shape(got)} {got.dtype} {label}, but it should be "
+                            f"{_shape(want)} {want.dtype}, like the inputs (keep q's dtype).")
+    if _close(got, want, factor=100.0):
+        return
+    if not torch.isfinite(got).all():
+        single = _invoke(name, f"{label}, the same numbers in float32", fn, q.float(), k.float(), v.float(), mask,
+                         block_size=block)
+        if isinstance(single, torch.Tensor) and single.shape == want.shape and torch.isfinite(single).all() \
+                and _close(single, _reference(q.double(), k.double(), v.double(), mask).float(), factor=10.0):
+            raise ExerciseError(
+                f"Your {name} returned NaN or infinite values {label}, and on the same numbers in float32 it is "
+                "right: a constant beyond float16's range (+-65504), such as -1e30, -1e9 or "
+                "torch.finfo(torch.float32).min, is -inf in float16, and exp(-inf - -inf) is NaN.\nHint: start m at "
+                "float('-inf') and measure from 0 while a row has seen only masked keys, base = "
+                "torch.where(torch.isinf(m_new), 0, m_new) (or take any big constant from torch.finfo(q.dtype)).")
+        raise ExerciseError(f"Your {name} returned NaN or infinite values {label}.\nHint: subtract the running max "
+                            "before exp(), and keep every constant within float16's range (torch.finfo(q.dtype)).")
+    raise ExerciseError(
+        f"Your {name} does not match full softmax attention {label}, even allowing for float16's rounding: "
+        f"{_described(got, want, ('sequence', 'head', 'query', 'feature'), 100.0)}")
+
+
 def _reference(q, k, v, mask):
     from ..attention import scaled_dot_product_attention
 
@@ -324,6 +439,16 @@ def _ignored_keys(name, fn, label, q, k, v, mask, block) -> str:
     full = {start + block - 1 for start in range(0, length - block + 1, block)}  # the last key of each full block
     ends = full | {length - 1}
     where = f"key{'s' if len(ignored) > 1 else ''} {', '.join(map(str, ignored))} of {length}"
+    if block < length and ignored == list(range(block)):
+        return (f"your output does not depend on {where}, exactly the first block's keys (block_size={block}): its "
+                "share is multiplied by 0 later. The factor exp(m - m_new) is 0 at the first block (m starts at "
+                "-inf), so it must multiply only what was summed before the block, acc * exp(m - m_new) + "
+                "p @ v_block (not (acc + p @ v_block) * exp(m - m_new)), and each block uses its own factor, not "
+                "the previous block's.")
+    if ignored == [length - 1] and length % block != 1:
+        return (f"your output does not depend on {where}, the last key: a slice end of L_k - 1 (or min(start + "
+                "block_size, L_k - 1)) leaves it out, since a Python slice stops before its end. Stop at "
+                "min(start + block_size, L_k), or just start + block_size.")
     if full and full <= set(ignored) <= ends:
         return (f"your output does not depend on {where}, the last key of each full block (block_size={block}): the "
                 "slice stops one key early. A Python slice leaves out its end, so k[..., start:start + block_size, "
@@ -367,10 +492,72 @@ def _probe(name, fn, label, q, k, v, mask, block) -> str:
                 "exp(scores - m_new), and rescale what you have summed so far by exp(m - m_new).")
     ones = run(q, 1, "with block_size=1")
     if whole is not None and ones is not None and _close(whole, want) and not _close(ones, want):
+        combined = _combined_probe(name, fn, label, q, k, v, mask, block, ones)
+        if combined:
+            return combined
         return ("it is right with one block (block_size = L_k) and wrong with blocks of one key: the blocks are "
                 "combined wrongly. When a block raises the max, what was summed before must be rescaled by "
                 "exp(m - m_new), both the running sum s and the accumulator acc.")
     return ""
+
+
+def _combined_probe(name, fn, label, q, k, v, mask, block, ones) -> str:
+    """Blocks combined wrongly (``ones``: the output with block_size=1): is it the divisor alone (the output right
+    up to one factor per query row), or do the weights not add up to 1 (v all ones does not give ones)?"""
+    want = _reference(q, k, v, mask)
+    norm = (want * want).sum(dim=-1, keepdim=True)  # (..., L_q, 1)
+    factor = torch.where(norm > 0, (ones * want).sum(dim=-1, keepdim=True) / norm.clamp(min=1e-30), 1.0)
+    if torch.isfinite(ones).all() and _close(ones, factor * want) and float((factor - 1).abs().max()) > 1e-3:
+        far = float(factor.flatten()[int((factor - 1).abs().argmax())])
+        return ("with blocks of one key your output is the right one times a factor that changes from query row "
+                f"to query row (up to x{far:.4g}): the weighted sum of the values is right, what you divide it by is "
+                "not. In the running-sum form, update s as acc is updated, with the same factor: s = s * exp(m - "
+                "m_new) + exp(scores - m_new).sum(-1), once per block; in a logsumexp merge, lse_new = "
+                "torch.logaddexp(lse_old, lse_block), not the larger of the two.")
+    flat = torch.ones_like(v)
+    out = _invoke(name, f"{label}, with block_size=1 and v all ones", fn, q, k, flat, mask, block_size=1)
+    ref = _reference(q, k, flat, mask)  # ones (zeros on rows with no key)
+    if isinstance(out, torch.Tensor) and out.shape == ref.shape and torch.isfinite(out).all() \
+            and not _close(out, ref):
+        rows = ref[..., 0] > 0
+        return ("with blocks of one key and v all ones your output should be all ones (a weighted average of ones), "
+                f"and yours ranges from {float(out[rows].min()):.4g} to {float(out[rows].max()):.4g}: the blocks' "
+                "weights do not add up to 1. In the running-sum form, rescale acc and s by the same factor, this "
+                "block's exp(m - m_new), before adding the block's p @ v_block and p.sum(-1); in a logsumexp "
+                "merge, weigh the old output by exp(lse_old - lse_new) and the block's by exp(lse_block - lse_new), "
+                "with lse_new = torch.logaddexp(lse_old, lse_block).")
+    return ""
+
+
+def _most_keys(ops, l_q: int, d_k: int, d_v: int) -> int:
+    """The most keys any recorded matmul scored at once."""
+    features, most = {d_k, d_v}, 0
+    for op, outs, _ in ops:
+        for shape in outs:
+            if op in _MATMULS and len(shape) >= 2:
+                a, b = shape[-2], shape[-1]
+                most = max(most, b if b not in features | {l_q} else (a if b == l_q and a not in features else 0))
+    return most
+
+
+@probe
+def _chunk_probe(name, fn, label, q, k, v, mask, block, keys) -> str:
+    """Scores for ``keys`` = ceil(L_k / block) keys at once: are the keys cut into block_size pieces (torch.chunk)?
+    Run again with another block size b: such code then scores ceil(L_k / b) keys at once, more than b."""
+    l_k, l_q, d_k, d_v = k.shape[-2], q.shape[-2], q.shape[-1], v.shape[-1]
+    other = next((b for b in (3, 2, 4, 5) if b != block and math.ceil(l_k / b) > b
+                  and math.ceil(l_k / b) not in (l_q, d_k, d_v)), None)  # (a count the recorder can tell apart)
+    if keys != math.ceil(l_k / block) or other is None:
+        return ""
+    recorder = _Recorder()
+    with recorder:
+        _invoke(name, f"{label}, with block_size={other}", fn, q, k, v, mask, block_size=other)
+    if _most_keys(recorder.ops, l_q, d_k, d_v) != math.ceil(l_k / other):
+        return ""
+    return (f"it cuts the keys into block_size pieces, not into pieces of block_size keys: with block_size={block} "
+            f"it scores {keys} keys at once, with block_size={other} it scores {math.ceil(l_k / other)}. "
+            "torch.chunk(k, n, dim=-2) makes n chunks; k.split(block_size, dim=-2) makes chunks of block_size keys "
+            "(the last one shorter)")
 
 
 def _call(name, fn, label, q, k, v, mask, block, recorder=None):
@@ -410,6 +597,8 @@ def check_online_softmax_attention(fn):
                                 "torch.full(..., dtype=q.dtype) or q.new_full(...) for the running max).")
         why = _not_blockwise(recorder.ops, q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1], block)
         if why:
+            why = _chunk_probe(name, fn, label, q, k, v, mask, block,
+                               _most_keys(recorder.ops, q.shape[-2], q.shape[-1], v.shape[-1])) or why
             raise ExerciseError(
                 f"Your {name} does not work block by block {label}: {why}. An online softmax holds the scores of "
                 "one block of block_size keys at a time, never more.\nHint: loop over the keys, for start in "
@@ -457,3 +646,4 @@ def check_online_softmax_attention(fn):
     for label, q, k, v, mask, block in (cases[2], next(c for c in cases if "every key masked" in c[0])):
         _check_gradients(name, label, functools.partial(_call, name, fn, label, mask=mask, block=block),
                          functools.partial(_reference, mask=mask), {"q": q, "k": k, "v": v})
+    _check_half(name, fn)

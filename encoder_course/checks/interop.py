@@ -9,13 +9,17 @@ first unknown key instead of reporting them all), and so is a made-up name or No
 
 A wrong map is compared with the usual slips on all keys at once (norm1 and norm2 swapped, w1 and w2
 swapped, q, k and v mixed up, the layer number shifted or cut to one digit, weight and bias mixed,
-the pooler or position_ids mapped, the ``layers.`` prefix missing or renamed ...) and the slip that
-explains what differs is named, or the first key that differs is shown.
+the pooler or position_ids mapped, the ``layers.`` prefix missing or renamed, the ``.weight`` or
+``.bias`` missing or doubled, '' for the unused keys ...) and the slip that explains what differs is
+named, or the first key that differs is shown with where the wrong keys lie (a str.replace chain that
+renames 'output.dense' inside 'attention.output.dense' is named). An unknown key answered with a known
+key's name (gamma/beta, TensorFlow's kernel, encoder.layers) is told from a made-up name.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import re
 
 from ._compare import _note
@@ -114,6 +118,21 @@ _SLIPS = [
     *[("query, key and value are mixed up: attention.self.query is attn.w_q, attention.self.key is "
        "attn.w_k and attention.self.value is attn.w_v.", _renamed_heads(perm))
       for perm in itertools.permutations(_QKV) if perm != _QKV],
+    ("our names keep the key's ending, but the .weight or .bias at the end of the name is missing: a module "
+     "holds two tensors, layers.3.attn.w_q.weight and layers.3.attn.w_q.bias (keep the key's last part).",
+     lambda key, ours: ours and ours.rsplit(".", 1)[0]),
+    ("our names keep the key's ending once, but the .weight or .bias is added twice: layers.3.attn.w_q.weight, "
+     "not layers.3.attn.w_q.weight.weight (add the key's last part once).",
+     lambda key, ours: ours and f"{ours}.{ours.rsplit('.', 1)[1]}"),
+    ("the dot after layers is missing: a layer's parameters are layers.<number>.<name>, layers.3.attn.w_q.weight, "
+     "not layers3.attn.w_q.weight.",
+     lambda key, ours: ours and re.sub(r"^layers\.", "layers", ours)),
+    ("the keys the encoder does not use give '' (an empty string): return None itself. The loader tells an "
+     "unused key by `is None`, and '' is a name to it.",
+     lambda key, ours: "" if ours is None else ours),
+    ("embeddings.LayerNorm is mapped to final_norm: it is the embeddings' own LayerNorm, embeddings.norm (BERT "
+     "is post-LN and has no final LayerNorm; final_norm exists only in a pre-LN encoder).",
+     lambda key, ours: ours and re.sub(r"^embeddings\.norm\.", "final_norm.", ours)),
 ]
 
 
@@ -159,9 +178,55 @@ def _pattern(wrong: list[str], answers: dict, want: dict) -> str:
                       + (f", and {other!r} is inside {part!r}, so a substring test for {other!r} matches it "
                          "first: test the longer names first, or compare the whole part" if other in part else "")
                       )
+        if owner is None:
+            where += _replaced_first(first, mine, place[first])
         where += ". "
+    if not where and wrong:  # one key's name given to another key (outside the layers' patterns above)
+        first = wrong[0]
+        mine = answers[first][1] if answers[first][0] == "value" else None
+        owner = next((k for k in want if k != first and mine is not None and want[k] == mine), None)
+        if owner is not None:
+            where = f"Your name for {first!r} is the one {owner!r} should get. "
     rows = "\n".join(f"  {k}  ->  yours {_shown(answers[k])}, expected {want[k]!r}" for k in wrong[:3])
     return f"{_note(where)}The first wrong keys:\n{rows}\n"
+
+
+def _replaced_first(key: str, mine, place) -> str:
+    """Where ``mine`` is the layer key's part with a shorter known part inside it renamed (a str.replace chain
+    that renames 'output.dense' before 'attention.output.dense'), say so ("" otherwise)."""
+    from ..interop import LAYER_NAMES
+
+    n, part = place
+    part, kind = part.rsplit(".", 1)
+    for other, ours in LAYER_NAMES.items():
+        if other != part and other in part and mine == f"layers.{n}.{part.replace(other, ours)}.{kind}":
+            return (f": your name for {part!r} is {part!r} with {other!r} in it renamed to {ours!r}. A "
+                    f"str.replace of {other!r}, which is inside {part!r}, ran before the longer name's: replace "
+                    "the longer names first, or look the whole part up in a table")
+    return ""
+
+
+def _names_hint(key: str, answer, want: dict) -> str:
+    """The names the key's kind of tensor gets (the embeddings', a layer's), or why None is wrong for it."""
+    from ..interop import EMBEDDING_NAMES, IGNORED_KEYS, LAYER_NAMES
+
+    if answer == ("value", None) and want[key] is not None:
+        shared = max((os.path.commonprefix([key, unused]).rstrip("_") for unused in IGNORED_KEYS), key=len)
+        start = shared.rsplit(".", 1)[0] + "." if "." in shared else ""
+        alike = (f" {key!r} starts as {next(u for u in IGNORED_KEYS if u.startswith(shared))!r} does, "
+                 f"{shared!r}: a test such as key.startswith({shared!r}) catches it too; compare whole keys, "
+                 "key in {...}." if "." in shared and len(shared) - len(start) >= 3 else "")
+        return ("None is only for the three keys the encoder does not use, embeddings.position_ids, "
+                f"pooler.dense.weight and pooler.dense.bias; {key!r} holds a tensor the encoder loads." + alike)
+    if key in EMBEDDING_NAMES:
+        return ("the embeddings' names are those of Embeddings' state_dict(), under embeddings.: "
+                + ", ".join(f"{theirs} -> {ours}" for theirs, ours in EMBEDDING_NAMES.items()) + ".")
+    if _layer_and_part(key)[0] is not None:
+        return ("inside layer N, encoder.layer.N.<module>.weight (or .bias) becomes layers.N.<our module>.weight "
+                "(or .bias), the modules named as in EncoderBlock's state_dict(): "
+                + ", ".join(f"{theirs} -> {ours}" for theirs, ours in LAYER_NAMES.items()) + ".")
+    return ("our names are those of Encoder's state_dict(): embeddings.token.weight, ..., "
+            "layers.<n>.attn.w_q.weight, ..., layers.<n>.norm2.bias.")
 
 
 @_checker("rename_key")
@@ -202,9 +267,7 @@ def check_rename_key(fn):
             head = (f"gives {_shown(answers[key])} for the key {key!r}, but the right name is {want[key]!r}"
                     + (f" ({len(wrong)} keys differ)" if len(wrong) > 1 else ""))
             hint = (found if found[:1].islower() and "." in found.split(" ")[0] else found[:1].upper() + found[1:]) \
-                if found else (
-                "our names are those of Encoder's state_dict(): embeddings.token.weight, ..., "
-                "layers.<n>.attn.w_q.weight, ..., layers.<n>.norm2.bias.")
+                if found else _names_hint(key, answers[key], want)
         raise ExerciseError(f"Your {name} {head}. {_pattern(wrong, answers, want)}Hint: {hint}")
     for key in _UNKNOWN:
         label = f"for the unknown key {key!r}"
@@ -212,6 +275,13 @@ def check_rename_key(fn):
         cause = answer[2].__cause__ if answer[0] == "raise" else None
         if isinstance(cause, ValueError) and key in str(cause):
             continue
+        if isinstance(cause, ValueError) and key.lower() in str(cause).lower():
+            raise ExerciseError(
+                f"Your {name} raises ValueError {label}, as it should, but its message ({str(cause)[:80]!r}) names "
+                "the key with its letters' case changed (lower() or upper()): the loader shows these messages, "
+                "and the file's key is spelled as it is.\nHint: put the key itself in the message, as it came: "
+                "raise ValueError(f\"unknown key: {key!r}\") (change the case of a copy only, if you need one)."
+            ) from cause
         if isinstance(cause, ValueError):
             raise ExerciseError(
                 f"Your {name} raises ValueError {label}, as it should, but its message "
@@ -236,12 +306,14 @@ def check_rename_key(fn):
             raise answer[2]
         got = answer[1]
         why = _unknown_hint(key, got, want)  # a known key that explains the answer: said first
+        owned = got is not None and got != key and got in want.values()  # another key's name, not a made-up one
         raise ExerciseError(
             f"Your {name} returns {'None' if got is None else repr(got)} {label}"
             + (f": {why}\nA" if why else "; a") + " key the map does not know must raise ValueError, so the loader "
             "can report it instead of "
             + ("silently dropping it (None means 'a key we do not use', which only position_ids and the pooler "
-               "are)." if got is None else "loading a tensor under a made-up name.")
+               "are)." if got is None else "loading its tensor where another key's belongs." if owned
+               else "loading a tensor under a made-up name.")
             + ("" if why else "\nHint: after the known keys, end with raise ValueError(f\"unknown key: {key!r}\").")
         )
 
@@ -259,6 +331,25 @@ def _unknown_hint(key: str, got, known: dict) -> str:
         if re.fullmatch(re.escape(theirs).replace(r"\.", "."), key):
             return (f"it has other characters where {theirs!r} has dots, and in a regular expression '.' "
                     "matches any character. Escape the dots (\\.).")
+    owner = next((theirs for theirs, ours in known.items() if ours is not None and got == ours), None)
+    if owner is not None and got != key:
+        last = key.rsplit(".", 1)[-1]
+        if last in ("gamma", "beta"):
+            return (f"it gives {got!r}, the name of {owner!r}: your map translates the old LayerNorm names (gamma "
+                    "for weight, beta for bias). This map knows only the names of the checkpoints it loads, "
+                    ".weight and .bias; a key with gamma or beta comes from another format and must stop the "
+                    "loading.")
+        if last == "kernel":
+            return (f"it gives {got!r}, the name of {owner!r}: your map reads TensorFlow's kernel as weight. A "
+                    "TensorFlow kernel is stored transposed, (in_features, out_features), so it cannot load as a "
+                    "weight as it is; this map knows only PyTorch checkpoints' names.")
+        return (f"it gives {got!r}, the name of the known key {owner!r}, though the key is not that one: your "
+                "map accepts more spellings than the checkpoint's keys. Compare the whole key with the keys you "
+                "know.")
+    number = re.match(r"^layers\.([^.]+)\.", got or "")
+    if number and not number.group(1).isdigit():
+        return (f"the layer number {number.group(1)!r} is not a number, and your map copies it as it is: take a "
+                "layer key only when its third part is digits (str.isdigit(), or the regex \\d+).")
     if got is None and (key.startswith("pooler") or "position_ids" in key):
         return ("only three keys are unused, embeddings.position_ids, pooler.dense.weight and pooler.dense.bias. "
                 "Compare whole keys (key in {...}), not how they start or what they contain.")

@@ -17,7 +17,12 @@ own (not the same positions in every sequence, not whole sequences, not spans) w
 of the chosen, 80 % mask_id, 10 % a random id and 10 % left as they were, each token's lot drawn on
 its own; the random ids spread uniformly over the whole vocabulary. Then pretrain's call (the
 generator fifth, p at its default 0.15), generator=None (torch's global generator: two calls differ),
-and tiny batches: nothing maskable, p = 0, p = 1, one token.
+tiny batches (nothing maskable, p = 0, p = 1, one token), and a vocabulary of 6 ids, where the random
+ids' spread shows (rounding ``rand * (V - 1)`` gives the two end ids half their share). Besides two
+generators seeded differently, two seeded alike, one of them drawn from first, must choose differently:
+a copy made from ``generator.initial_seed()`` (or torch seeded with it) would hide the same positions in
+every batch. (A generator's state saved and restored around the draws is not found: the grader's
+process draws from a copy of the generator, so two calls in a row cannot be compared there.)
 
 Decisions (documented for teachers and maintainers):
 
@@ -38,12 +43,14 @@ Decisions (documented for teachers and maintainers):
 from __future__ import annotations
 
 import math
+import re
 
 import torch
 
 from ._compare import _spans
 from ._masked_lm_probes import (
     _GLOBAL_SEED,
+    _batch_draw_probe,
     _call,
     _Case,
     _dependence_probe,
@@ -169,6 +176,14 @@ def _check_places(name, case: _Case, inputs, chosen, label=None):
         unchosen = int((~chosen).sum())
         to_mask = int((inputs[changed] == case.mask_id).sum())
         where = tuple(int(i) for i in changed.nonzero()[0])
+        # a random id (other than the token's own) at 10 % of the tokens not chosen, or of the maskable ones among them
+        swap = 0.1 * (case.vocab_size - 1) / case.vocab_size
+        unchosen_maskable = int((~chosen & maskable).sum())
+        random_share = next(((share, what) for share, among, what in (
+            (n_changed / unchosen, unchosen, "tokens that were not chosen"),
+            (n_changed / max(unchosen_maskable, 1), unchosen_maskable if not (changed & ~maskable).any() else 0,
+             "maskable tokens that were not chosen"))
+            if among >= 1000 and _near(share, swap, among)), None)
         _fail_first([
             (bool((inputs[~chosen] == -100).all()),
              f"Your {name} put -100 at every position that is not chosen {label}: that is how labels are often "
@@ -179,6 +194,12 @@ def _check_places(name, case: _Case, inputs, chosen, label=None):
              "random id where chosen is False. The model predicts every selected token, the ones replaced by a "
              "random id and the ones left as they were too.\nHint: chosen is the whole selection, made before the "
              "80/10/10 split; return that one."),
+            (random_share is not None and to_mask <= max(5, 3 * n_changed / case.vocab_size),
+             f"Your {name} gave a random id to {_pct(random_share[0]) if random_share else ''} of the "
+             f"{random_share[1] if random_share else ''} {label} "
+             f"({n_changed:,} tokens): the random replacement's condition lacks chosen, so about 10 % of the tokens "
+             "the model is not asked to predict get a random id too.\nHint: combine the condition with chosen: "
+             "chosen & (0.8 <= r) & (r < 0.9) for a random id (and chosen & (r < 0.8) for mask_id)."),
             (to_mask * 2 >= n_changed,
              f"Your {name} changed {n_changed:,} of the {unchosen:,} tokens that were not chosen {label} "
              f"({to_mask:,} of them to mask_id): the 80/10/10 replacement applies to the chosen tokens only; "
@@ -219,6 +240,7 @@ def _check_share(name, fn, case: _Case, inputs, chosen):
         return
     said = (f"Your {name} is not right yet {case.label}: {_pct(share)} of the maskable tokens were chosen with "
             f"p={p:g}; each maskable token is chosen with probability p")
+    _untouched_positions(said, case, chosen)
     _, shares = _split(case, inputs, chosen)
     per_row = maskable.sum(dim=1).double()  # (B,)
     among_all = float((p * per_row * per_row / maskable.shape[1]).sum() / per_row.sum())
@@ -245,6 +267,25 @@ def _check_share(name, fn, case: _Case, inputs, chosen):
     _fail_first((fits, f"{said}: {what}\nHint: {hint}") for fits, what, hint in listed)
     found = _p_probe(name, fn, case)
     raise ExerciseError(f"{said}: {found}" if found else f"{said}.\nHint: {_HINT_CHOOSE}")
+
+
+def _untouched_positions(said, case: _Case, chosen):
+    """Raise if no token after (or before) some position is ever chosen, though many maskable ones lie there."""
+    columns = chosen.any(dim=0).nonzero()[:, 0]  # (the positions where some token is chosen)
+    if not len(columns):
+        return
+    last, first = int(columns.max()) + 1, int(columns.min())
+    after, before = int(case.maskable[:, last:].sum()), int(case.maskable[:, :first].sum())
+    share = float(chosen[case.maskable].float().mean())  # (what the learner's rate would choose there)
+    if share * after >= 30:
+        raise ExerciseError(
+            f"{said}, and no token at position {last} or later is ever chosen, though {after:,} maskable tokens lie "
+            f"there: your choice covers only the first {last} positions of each sequence (a length of your own "
+            f"where the batch's, token_ids.shape[1] = {case.token_ids.shape[1]}, belongs?).\nHint: {_HINT_CHOOSE}")
+    if share * before >= 30:
+        raise ExerciseError(
+            f"{said}, and no token before position {first} is ever chosen, though {before:,} maskable tokens lie "
+            f"there: your choice leaves out the first {first} positions of each sequence.\nHint: {_HINT_CHOOSE}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -286,6 +327,10 @@ _SPLIT_MISTAKES = [
      "because the two ranges overlap (two independent draws, one below 0.8 and the other below 0.1, or one draw "
      "compared with both). Split one number per token into ranges that do not overlap: "
      "r < 0.8 mask_id, 0.8 <= r < 0.9 a random id, the rest kept."),
+    ((0.0, 0.9, 0.1),
+     "none became mask_id and 90 % got a random id: the random ids are written over the mask_id tokens, because "
+     "the random replacement's range includes the mask's (chosen & (r < 0.9) after chosen & (r < 0.8)). Give it "
+     "a range of its own: 0.8 <= r < 0.9."),
 ]
 
 
@@ -320,9 +365,31 @@ def _check_one_id(name, case: _Case, inputs, chosen):
             "id is fixed (or drawn once for the whole batch).\nHint: draw one id per position: " + _HINT_RANDOM)
 
 
-def _check_random_ids(name, case: _Case, inputs, chosen):
+def _uniform_up_to(top: int, drawn, was, mask_id: int) -> bool:
+    """Whether ``drawn`` (random ids, none mask_id nor the original ``was``) look uniform over 0 .. top."""
+    ids = torch.arange(top + 1)
+    allowed = ((ids[None, :] != was[:, None]) & (ids[None, :] != mask_id)).double()  # (N, top + 1)
+    expected = (allowed / allowed.sum(dim=1, keepdim=True).clamp(min=1)).sum(dim=0)  # (top + 1,)
+    counts = torch.bincount(drawn, minlength=top + 1)[:top + 1].double()
+    keep = expected > 0
+    dof = max(int(keep.sum()) - 1, 1)
+    chi2 = float(((counts[keep] - expected[keep]) ** 2 / expected[keep]).sum())
+    return chi2 <= dof + 12 * math.sqrt(2 * dof) + 20
+
+
+def _top_follows_batch(results) -> bool:
+    """Whether, in every batch with enough random replacements, the largest random id is the batch's largest id."""
+    tops = []
+    for case, inputs, chosen in results:
+        _, _, swapped = _fates(case, inputs, chosen)
+        if int(swapped.sum()) >= 200:
+            tops.append(int(inputs[swapped].max()) == int(case.token_ids.max()))
+    return len(tops) > 1 and all(tops)
+
+
+def _check_random_ids(name, case: _Case, inputs, chosen, results=()):
     """The random ids: drawn uniformly over 0 .. vocab_size - 1 (what one can see of them: those that are
-    neither mask_id nor the original token)."""
+    neither mask_id nor the original token). ``results``: every batch's (case, inputs, chosen), to compare."""
     v, mask_id = case.vocab_size, case.mask_id
     _, _, swapped = _fates(case, inputs, chosen)
     drawn, was = inputs[swapped], case.token_ids[swapped]  # (N,), (N,)
@@ -341,6 +408,14 @@ def _check_random_ids(name, case: _Case, inputs, chosen):
         batch = set(case.token_ids.unique().tolist())
         spans = _spans(missing)
         many = len(missing) > 1
+        top = int(unique.max()) if n else v - 1
+        if many and set(missing) == set(range(top + 1, v)) - {mask_id} and _uniform_up_to(top, drawn, was, mask_id) \
+                and top + 1 != mask_id and top == int(case.token_ids.max()) and _top_follows_batch(results):
+            raise ExerciseError(
+                f"{said}, none is above {top}, the largest id in this batch, though the vocabulary goes up to "
+                f"{v - 1}; in every batch your random ids stop at the batch's largest id: the upper bound of "
+                "torch.randint is token_ids.max() + 1 where vocab_size belongs (a batch need not use every id of "
+                f"the vocabulary).\nHint: {_HINT_RANDOM}")
         if set(unique.tolist()) <= batch and set(missing).isdisjoint(batch):
             raise ExerciseError(
                 f"{said}, every one is an id that occurs in the batch: id{'s' if many else ''} {spans} never "
@@ -353,6 +428,11 @@ def _check_random_ids(name, case: _Case, inputs, chosen):
                 f"torch.randint is {top + 1}" + (", mask_id, where vocab_size belongs" if top + 1 == mask_id else
                                                 ", a fixed number where vocab_size belongs")
                 + f" (torch.randint(high, ...) draws 0 .. high - 1).\nHint: {_HINT_RANDOM}")
+        if missing == [0]:
+            raise ExerciseError(
+                f"{said}, none is id 0, the first id (about {expected[0]:.0f} were expected): torch.randint(1, "
+                "vocab_size) starts at 1, but id 0 (a special token here) is in the vocabulary too and may be drawn, "
+                f"as BERT does.\nHint: {_HINT_RANDOM}")
         if missing == [v - 1]:
             raise ExerciseError(
                 f"{said}, none is vocab_size - 1 = {v - 1}, the last id (about {expected[v - 1]:.0f} were "
@@ -365,6 +445,16 @@ def _check_random_ids(name, case: _Case, inputs, chosen):
     chi2 = float(((counts[keep] - expected[keep]) ** 2 / expected[keep]).sum())
     dof = int(keep.sum()) - 1
     if chi2 > dof + 12 * math.sqrt(2 * dof) + 20:
+        ends = [k for k in (0, v - 1) if k != mask_id and expected[k] >= 50]
+        if len(ends) == 2 and all(0.3 < float(counts[k] / expected[k]) < 0.8 for k in ends):
+            rest = [k for k in range(1, v - 1) if expected[k] > 0]
+            if all(float(counts[k] / expected[k]) > 0.9 for k in rest):
+                raise ExerciseError(
+                    f"{said}, the first and the last id, 0 and {v - 1}, come about half as often as the others ("
+                    f"{int(counts[0])} and {int(counts[v - 1])} times, about {float(expected[0]):.0f} and "
+                    f"{float(expected[v - 1]):.0f} expected): that is what rounding a uniform number gives, "
+                    "(torch.rand(...) * (vocab_size - 1)).round(): the two ends get half a step each. Every id must "
+                    f"be equally likely.\nHint: {_HINT_RANDOM}")
         worst = int(((counts - expected).abs() / expected.clamp(min=1).sqrt() * keep).argmax())
         raise ExerciseError(
             f"{said}, some ids come far more often than others: id {worst} {int(counts[worst])} times where about "
@@ -383,6 +473,15 @@ def _check_generator(name, fn, case: _Case, inputs, chosen):
             f"(torch.Generator().manual_seed({case.seed}) both times; torch's global random state was reseeded "
             "differently in between)")
     if not torch.equal(chosen, again_chosen):
+        _, third = _call(name, fn, case)  # torch's global state seeded as in the first call
+        if not torch.equal(chosen, third):  # not torch's global state either: numpy's or Python's random
+            raise ExerciseError(
+                f"{told}: they chose different positions, and a third call with torch's global random state seeded "
+                "as in the first one chose others again, so the choice draws from a random source that neither "
+                "seed sets (numpy.random, Python's random module, or a generator seeded by generator.seed()), not "
+                "from `generator`.\nHint: "
+                "draw with torch and pass the generator: torch.rand(token_ids.shape, generator=generator) < p; "
+                "pretrain seeds it so that a run can be repeated.")
         raise ExerciseError(
             f"{told}: they chose different positions, so the choice draws from torch's global random state, not "
             "from `generator`.\nHint: pass the generator to every draw: torch.rand(token_ids.shape, "
@@ -394,8 +493,31 @@ def _check_generator(name, fn, case: _Case, inputs, chosen):
             "random ids draw from torch's global random state, not from `generator`.\nHint: pass the generator to "
             "every draw: torch.rand(token_ids.shape, generator=generator) for the split and torch.randint("
             "vocab_size, token_ids.shape, generator=generator) for the random ids.")
+    # A generator seeded alike but drawn from first: where it stands, not its seed, must decide. (A copy made
+    # from generator.initial_seed() fails here as it does in the grader's process, where the copy it is given has
+    # another initial seed.)
+    moved = _gen(case.seed)
+    torch.rand(1000, generator=moved)
+    _, moved_chosen = _call(name, fn, case, generator=moved)
+    if torch.equal(chosen, moved_chosen):
+        picked = chosen[case.maskable]
+        found = _batch_draw_probe(name, fn, case) if not picked.any() or picked.all() else ""
+        if found:
+            raise ExerciseError(f"Your {name} is not right yet {case.label}: {found}")
+        raise ExerciseError(
+            f"Your {name} chose exactly the same positions {case.label} with two generators seeded alike "
+            f"({case.seed}), one of them drawn from before the call: the choice does not come from the generator "
+            "it is given, as it stands (a seed of your own inside, torch.manual_seed or generator.manual_seed(...), "
+            "a copy made from generator.initial_seed(), or no random draw at all), so the generator does not move "
+            "on from call to call and every batch of a training run would hide the same positions.\nHint: draw "
+            "from `generator` as given, without seeding or copying it: torch.rand(token_ids.shape, "
+            "generator=generator).")
     _, other_chosen = _call(name, fn, case, seed=case.seed + 1000)
     if torch.equal(chosen, other_chosen):
+        picked = chosen[case.maskable]
+        found = _batch_draw_probe(name, fn, case) if not picked.any() or picked.all() else ""
+        if found:
+            raise ExerciseError(f"Your {name} is not right yet {case.label}: {found}")
         raise ExerciseError(
             f"Your {name} chose exactly the same positions {case.label} with two generators seeded differently "
             f"({case.seed} and {case.seed + 1000}): the choice does not come from the generator it is given (a seed of "
@@ -439,7 +561,7 @@ def check_mask_tokens(fn):
     results = []
     # Which tokens are chosen, in every batch first (a wrong choice can look like a wrong split).
     for number, case in enumerate(cases):
-        inputs, chosen = _call(name, fn, case)
+        inputs, chosen = _call_case(name, fn, case)
         if number == 0:
             _check_generator(name, fn, case, inputs, chosen)
         _check_count(name, case, inputs, chosen)
@@ -453,7 +575,7 @@ def check_mask_tokens(fn):
         _check_one_id(name, case, inputs, chosen)
         _check_split(name, fn, case, inputs, chosen)
     for case, inputs, chosen in sorted(results, key=lambda r: -int(r[2].sum())):
-        _check_random_ids(name, case, inputs, chosen)
+        _check_random_ids(name, case, inputs, chosen, results)
 
     # As pretrain calls it: the generator fifth, without its name, and p at its default.
     case = cases[0]
@@ -487,3 +609,35 @@ def check_mask_tokens(fn):
     # Tiny batches: nothing maskable, p=0, p=1, one token.
     for case in _tiny_cases():
         _check_count(name, case, *_call(name, fn, case))
+
+    # A small vocabulary, where the random ids' spread over every id shows.
+    # (No split here: a random id that never equals the original moves a share by 0.1 / V, a lot when V is 6.)
+    case = _small_vocabulary_case()
+    inputs, chosen = _call(name, fn, case)
+    _check_count(name, case, inputs, chosen)
+    _check_random_ids(name, case, inputs, chosen)
+
+
+def _small_vocabulary_case() -> _Case:
+    g = _gen(43)
+    ids = torch.tensor([0, 1, 3, 4, 5])[torch.randint(5, (100, 250), generator=g)]  # (100, 250): every id but 2
+    return _Case("for a batch (100, 250) of a vocabulary of 6 ids, mask_id=2, vocab_size=6, every token maskable, "
+                 "p=1", ids, torch.ones(100, 250, dtype=torch.bool), 2, 6, 1.0, 16, (2,))
+
+
+def _call_case(name, fn, case: _Case):
+    """``_call`` on a big batch; an empty torch.randint range that starts after mask_id is explained."""
+    try:
+        return _call(name, fn, case)
+    except ExerciseError as exc:
+        cause = exc.__cause__
+        found = re.search(r"expects 'from' to be less than 'to', but got from=(-?\d+) >= to=(-?\d+)", str(cause))
+        if not (isinstance(cause, RuntimeError) and found and int(found[1]) == case.mask_id + 1
+                and int(found[2]) == case.vocab_size):
+            raise
+        raise ExerciseError(
+            f"Your {name} raised RuntimeError {case.label}: {cause}\nHint: that is torch.randint(mask_id + 1, "
+            f"vocab_size) = torch.randint({case.mask_id + 1}, {case.vocab_size}): here mask_id is the last id, so "
+            "nothing is left above it. The random ids come from the whole vocabulary, the special tokens "
+            "included (as BERT draws them): torch.randint(vocab_size, token_ids.shape, generator=generator)."
+        ) from cause

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -274,6 +275,129 @@ wrong("on-probe-no-max", C_ON, "exp(scores) with no max subtracted at all",
       "exp() of a score in the hundreds overflows")(on_no_max)
 
 
+
+def online_slip(q, k, v, mask=None, block_size=4, *, rescale="before", mask_mode="fill", pad=False,
+                scale_each_block=False, stop=None, chunks=False):
+    """An online softmax with one more slip chosen by keyword (the defaults give the right answer)."""
+    shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    mask = None if mask is None else mask.expand(shape)
+    if pad and k.shape[-2] % block_size:  # zero keys and values up to a multiple of block_size, not masked
+        extra = block_size - k.shape[-2] % block_size
+        k, v = F.pad(k, (0, 0, 0, extra)), F.pad(v, (0, 0, 0, extra))
+        mask = None if mask is None else F.pad(mask, (0, extra), value=True)
+    if not scale_each_block:
+        q = q / math.sqrt(q.shape[-1])
+    m = torch.full((*shape[:-1], 1), float("-inf"), dtype=q.dtype)
+    s = torch.zeros_like(m)
+    acc = torch.zeros((*shape[:-1], v.shape[-1]), dtype=q.dtype)
+    last = torch.ones_like(m)
+    length = k.shape[-2]
+    if chunks:  # torch.chunk: block_size pieces, not pieces of block_size keys
+        sizes = [piece.shape[-2] for piece in k.chunk(block_size, dim=-2)]
+        starts = [sum(sizes[:i]) for i in range(len(sizes))]
+        blocks = [(a, a + n) for a, n in zip(starts, sizes)]
+    else:
+        end = length if stop is None else stop(length)
+        blocks = [(a, min(a + block_size, end)) for a in range(0, length, block_size)]
+    for a, b in blocks:
+        if scale_each_block:
+            q = q / math.sqrt(q.shape[-1])
+        scores = q @ k[..., a:b, :].transpose(-2, -1)
+        if mask is not None and mask_mode == "fill":
+            scores = scores.masked_fill(~mask[..., a:b], float("-inf"))
+        elif mask is not None and mask_mode == "add":
+            scores = scores + mask[..., a:b].to(scores.dtype)
+        elif mask is not None:
+            scores = scores * mask[..., a:b]
+        m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))
+        base = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+        r, p = torch.exp(m - base), torch.exp(scores - base)
+        if rescale == "before":
+            s, acc = s * r + p.sum(-1, keepdim=True), acc * r + p @ v[..., a:b, :]
+        elif rescale == "after":  # the block's share added first, then everything rescaled
+            s, acc = (s + p.sum(-1, keepdim=True)) * r, (acc + p @ v[..., a:b, :]) * r
+        elif rescale == "stale":  # acc rescaled by the previous block's factor
+            s, acc = s * r + p.sum(-1, keepdim=True), acc * last + p @ v[..., a:b, :]
+        elif rescale == "sum-twice":
+            s, acc = s * r * r + p.sum(-1, keepdim=True), acc * r + p @ v[..., a:b, :]
+        elif rescale == "sum-ratio":  # acc rescaled by s_old / s_new, s by r
+            s_new = s * r + p.sum(-1, keepdim=True)
+            s, acc = s_new, acc * (s / s_new.clamp(min=1e-30)) + p @ v[..., a:b, :]
+        last, m = r, m_new
+    return torch.where(s > 0, acc / s.clamp(min=torch.finfo(s.dtype).tiny), torch.zeros_like(acc))
+
+
+wrong("on-pad-zero-keys", C_ON, "the keys and values padded with zeros to a multiple of block_size, the pad not masked",
+      "the last block is padded with zero keys")(lambda *a, **kw: online_slip(*a, **kw, pad=True))
+wrong("on-mask-added", C_ON, "scores + mask: the bool mask added as 0 and 1",
+      "the mask is added to the scores")(lambda *a, **kw: online_slip(*a, **kw, mask_mode="add"))
+wrong("on-mask-multiplied", C_ON, "scores * mask: the masked scores set to 0",
+      "the scores are multiplied by the mask")(lambda *a, **kw: online_slip(*a, **kw, mask_mode="mul"))
+wrong("on-scale-every-block", C_ON, "q = q / sqrt(d_k) inside the loop over the blocks",
+      "q is divided by sqrt(d_k) again at every block")(lambda *a, **kw: online_slip(*a, **kw, scale_each_block=True))
+
+
+# Mistakes unlike the listed slips: the probe (one block, blocks of one key, v all ones) must name them.
+wrong("on-probe-rescale-after-add", C_ON, "(acc + p @ v) * exp(m - m_new): the first block's share times 0",
+      "exactly the first block's keys")(lambda *a, **kw: online_slip(*a, **kw, rescale="after"))
+wrong("on-probe-stale-rescale", C_ON, "acc rescaled by the previous block's factor",
+      "exactly the first block's keys")(lambda *a, **kw: online_slip(*a, **kw, rescale="stale"))
+wrong("on-probe-sum-rescaled-twice", C_ON, "s * r * r: the running sum rescaled twice, acc once",
+      "what you divide it by is not")(lambda *a, **kw: online_slip(*a, **kw, rescale="sum-twice"))
+wrong("on-probe-acc-by-sum-ratio", C_ON, "acc rescaled by s_old / s_new (the normalised form's factor), unnormalised",
+      "the blocks' weights do not add up to 1")(lambda *a, **kw: online_slip(*a, **kw, rescale="sum-ratio"))
+wrong("on-probe-last-key-dropped", C_ON, "k[..., start:min(start + block_size, L_k - 1)]: the last key left out",
+      "the last key: a slice end of L_k - 1")(lambda *a, **kw: online_slip(*a, **kw, stop=lambda length: length - 1))
+wrong("on-probe-chunk-count", C_ON, "k.chunk(block_size, dim=-2): block_size pieces, not pieces of block_size keys",
+      "it cuts the keys into block_size pieces")(lambda *a, **kw: online_slip(*a, **kw, chunks=True))
+
+
+@wrong("on-probe-lse-max-merge", C_ON, "each block's logsumexp merged with torch.maximum instead of torch.logaddexp",
+       "what you divide it by is not")
+def on_lse_max_merge(q, k, v, mask=None, block_size=4):
+    shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    mask = None if mask is None else mask.expand(shape)
+    q = q / math.sqrt(q.shape[-1])
+    lse = q.new_full((*shape[:-1], 1), -math.inf)
+    out = q.new_zeros((*shape[:-1], v.shape[-1]))
+    for start in range(0, k.shape[-2], block_size):
+        scores = q @ k[..., start:start + block_size, :].mT
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:start + block_size], -math.inf)
+        lse_b = torch.logsumexp(scores, -1, keepdim=True)
+        out_b = torch.nan_to_num(torch.softmax(scores, -1)) @ v[..., start:start + block_size, :]
+        new = torch.maximum(lse, lse_b)  # the slip: the larger of the two, not their logaddexp
+        w_old = torch.where(torch.isinf(new), 0.0, torch.exp(lse - new))
+        w_new = torch.where(torch.isinf(new), 0.0, torch.exp(lse_b - new))
+        out, lse = out * w_old + out_b * w_new, new
+    return out
+
+
+
+def on_big_start(q, k, v, mask=None, block_size=4, *, start=lambda shape, dtype: torch.full(shape, -1e30, dtype=dtype)):
+    """m starts at a big finite negative number (no guard needed in float32: m never becomes -inf)."""
+    shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    mask = None if mask is None else mask.expand(shape)
+    q = q / math.sqrt(q.shape[-1])
+    m = start((*shape[:-1], 1), q.dtype)
+    s, acc = torch.zeros_like(m), torch.zeros((*shape[:-1], v.shape[-1]), dtype=q.dtype)
+    for a in range(0, k.shape[-2], block_size):
+        scores = q @ k[..., a:a + block_size, :].transpose(-2, -1)
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., a:a + block_size], float("-inf"))
+        m_new = torch.maximum(m, scores.amax(-1, keepdim=True))
+        r, p = torch.exp(m - m_new), torch.exp(scores - m_new)
+        s, acc, m = s * r + p.sum(-1, keepdim=True), acc * r + p @ v[..., a:a + block_size, :], m_new
+    return acc / torch.where(s > 0, s, torch.ones_like(s)) * (s > 0)
+
+
+wrong("on-half-full-overflow", C_ON, "m = torch.full(..., -1e30, dtype=q.dtype): cannot be stored in float16",
+      "a constant beyond float16's range")(on_big_start)
+wrong("on-half-silent-overflow", C_ON, "m = torch.zeros(...) - 1e30: -inf in float16, then exp(-inf - -inf)",
+      "a constant beyond float16's range")(
+    lambda *a, **kw: on_big_start(*a, **kw, start=lambda shape, dtype: torch.zeros(shape, dtype=dtype) - 1e30))
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
@@ -398,6 +522,190 @@ def on_while(q, k, v, mask=None, block_size=4):
     m, s, acc = state
     out = torch.where(s == 0, torch.zeros_like(acc), acc / torch.where(s == 0, torch.ones_like(s), s))
     return out
+
+
+@right("on-padded-and-masked", C_ON,
+       "k and v padded to a multiple of block_size, the pad masked; acc / s.clamp(min=1e-6)")
+def on_padded_and_masked(q, k, v, mask=None, block_size=4):
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    length = k.shape[-2]
+    extra = (-length) % block_size
+    k = F.pad(k, (0, 0, 0, extra))
+    v = F.pad(v, (0, 0, 0, extra))
+    allowed = torch.ones(*lead, q.shape[-2], length + extra, dtype=torch.bool)
+    allowed[..., length:] = False
+    if mask is not None:
+        allowed[..., :length] &= mask
+    q = q / math.sqrt(q.shape[-1])
+    m = torch.full((*lead, q.shape[-2], 1), -math.inf, dtype=q.dtype)
+    s = torch.zeros_like(m)
+    acc = torch.zeros((*lead, q.shape[-2], v.shape[-1]), dtype=q.dtype)
+    for start in range(0, length + extra, block_size):
+        scores = (q @ k[..., start:start + block_size, :].transpose(-2, -1)).masked_fill(
+            ~allowed[..., start:start + block_size], -math.inf)
+        m_new = torch.maximum(m, scores.amax(-1, keepdim=True))
+        base = torch.where(m_new == -math.inf, torch.zeros_like(m_new), m_new)
+        corr, p = torch.exp(m - base), torch.exp(scores - base)
+        s, acc, m = s * corr + p.sum(-1, keepdim=True), acc * corr + p @ v[..., start:start + block_size, :], m_new
+    return acc / s.clamp(min=1e-6)
+
+@right("on-split-reduce", C_ON, "functools.reduce over zip(k.split, v.split, mask.split), torch.where for the mask")
+def on_split_and_reduce(q, k, v, mask=None, block_size=4):
+    shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    masks = (torch.broadcast_to(mask, shape).split(block_size, dim=-1) if mask is not None
+             else [None] * math.ceil(k.shape[-2] / block_size))
+    scale = 1 / math.sqrt(q.shape[-1])
+
+    def step(state, block):
+        m, s, acc = state
+        kb, vb, mb = block
+        scores = torch.matmul(q, kb.transpose(-1, -2)) * scale
+        if mb is not None:
+            scores = torch.where(mb, scores, torch.tensor(-math.inf, dtype=scores.dtype))
+        m_new = torch.maximum(m, scores.max(dim=-1, keepdim=True).values)
+        safe = torch.nan_to_num(m_new, neginf=0.0)
+        c = torch.exp(m - safe)
+        p = torch.exp(scores - safe)
+        return m_new, s * c + p.sum(-1, keepdim=True), acc * c + torch.matmul(p, vb)
+
+    start = (q.new_full((*shape[:-1], 1), -math.inf), q.new_zeros((*shape[:-1], 1)),
+             q.new_zeros((*shape[:-1], v.shape[-1])))
+    _, s, acc = functools.reduce(step, zip(k.split(block_size, -2), v.split(block_size, -2), masks), start)
+    return acc / torch.where(s > 0, s, torch.ones_like(s)) * (s > 0)
+
+@right("on-exp2-log2e", C_ON, "FlashAttention-2's exp2 with the log2(e) factor folded into q")
+def on_exp2_flash2(q, k, v, mask=None, block_size=4):
+    log2e = 1.4426950408889634
+    shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    qs = q * (log2e / math.sqrt(q.shape[-1]))
+    m = torch.full((*shape[:-1], 1), float("-inf"), dtype=q.dtype)
+    total = torch.zeros_like(m)
+    o = torch.zeros((*shape[:-1], v.shape[-1]), dtype=q.dtype)
+    for j in range(math.ceil(k.shape[-2] / block_size)):
+        sl = slice(j * block_size, (j + 1) * block_size)
+        x = qs @ k[..., sl, :].mT
+        if mask is not None:
+            x = x.masked_fill(~mask.expand(shape)[..., sl], float("-inf"))
+        mj = torch.maximum(m, x.amax(-1, keepdim=True))
+        ref = torch.where(torch.isfinite(mj), mj, torch.zeros_like(mj))
+        alpha = torch.exp2(m - ref)
+        pt = torch.exp2(x - ref)
+        total = alpha * total + pt.sum(-1, keepdim=True)
+        o = alpha * o + pt @ v[..., sl, :]
+        m = mj
+    return torch.where(total > 0, o / torch.where(total > 0, total, torch.ones_like(total)), torch.zeros_like(o))
+
+@right("on-einsum-narrow-float64", C_ON, "float64 inside, einsum, torch.narrow in a while loop, cast back at the end")
+def on_einsum_float64(q, k, v, mask=None, block_size=4):
+    dt = q.dtype
+    q, k, v = q.double(), k.double(), v.double()
+    shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    big = None if mask is None else mask.expand(shape)
+    m = torch.full((*shape[:-1], 1), -torch.inf, dtype=torch.float64)
+    s = torch.zeros_like(m)
+    acc = torch.zeros((*shape[:-1], v.shape[-1]), dtype=torch.float64)
+    start = 0
+    while start < k.shape[-2]:
+        n = min(block_size, k.shape[-2] - start)
+        kb, vb = k.narrow(-2, start, n), v.narrow(-2, start, n)
+        sc = torch.einsum("...id,...jd->...ij", q, kb) / q.shape[-1] ** 0.5
+        if big is not None:
+            sc = sc.masked_fill(big.narrow(-1, start, n).logical_not(), -torch.inf)
+        mn = torch.maximum(m, sc.amax(-1, keepdim=True))
+        mn_safe = mn.masked_fill(mn.isinf(), 0)
+        c, p = (m - mn_safe).exp(), (sc - mn_safe).exp()
+        s = s * c + p.sum(-1, keepdim=True)
+        acc = acc * c + torch.einsum("...ij,...jd->...id", p, vb)
+        m = mn
+        start += n
+    out = acc / s.clamp_min(1e-300)
+    return out.masked_fill(s == 0, 0).to(dt)
+
+@right("on-block-stats-merged", C_ON, "each block's max, sum and p @ v kept, merged once at the end")
+def on_block_stats_then_merge(q, k, v, mask=None, block_size=4):
+    shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    q = q / math.sqrt(q.shape[-1])
+    maxes, sums, outs = [], [], []
+    for start in range(0, k.shape[-2], block_size):
+        sc = q @ k[..., start:start + block_size, :].transpose(-2, -1)
+        if mask is not None:
+            sc = sc.masked_fill(~mask.expand(shape)[..., start:start + block_size], float("-inf"))
+        mb = sc.amax(-1, keepdim=True)
+        mb_safe = torch.where(torch.isinf(mb), torch.zeros_like(mb), mb)
+        p = torch.exp(sc - mb_safe)
+        maxes.append(mb)
+        sums.append(p.sum(-1, keepdim=True))
+        outs.append(p @ v[..., start:start + block_size, :])
+    top = torch.stack(maxes).amax(0)
+    top_safe = torch.where(torch.isinf(top), torch.zeros_like(top), top)
+    s = sum(sb * torch.exp(torch.where(torch.isinf(mb), torch.full_like(mb, -torch.inf), mb) - top_safe)
+            for mb, sb in zip(maxes, sums))
+    acc = sum(ob * torch.exp(mb - top_safe) for mb, ob in zip(maxes, outs))
+    return torch.where(s > 0, acc / torch.where(s > 0, s, torch.ones_like(s)), torch.zeros_like(acc))
+
+@right("on-logaddexp-normalised", C_ON, "a running logsumexp with torch.logaddexp, the output kept normalised")
+def on_lse_state_normalised(q, k, v, mask=None, block_size=4):
+    shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    q = q * q.shape[-1] ** -0.5
+    lse = q.new_full((*shape[:-1], 1), -math.inf)
+    out = q.new_zeros((*shape[:-1], v.shape[-1]))
+    for start in range(0, k.shape[-2], block_size):
+        sc = q @ k[..., start:start + block_size, :].mT
+        if mask is not None:
+            sc = sc.masked_fill(~mask.expand(shape)[..., start:start + block_size], -math.inf)
+        new = torch.logaddexp(lse, torch.logsumexp(sc, -1, keepdim=True))
+        safe = torch.where(torch.isinf(new), torch.zeros_like(new), new)
+        p = torch.exp(sc - safe)  # weights of this block, already normalised by the total so far
+        out = out * torch.exp(lse - safe) + p @ v[..., start:start + block_size, :]
+        lse = new
+    return out
+
+@right("on-tiled-queries", C_ON, "queries two at a time in an outer loop, keys block_size at a time inside")
+def on_tiled_queries_and_keys(q, k, v, mask=None, block_size=4):
+    shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    full_mask = None if mask is None else mask.expand(shape)
+    q = q.expand(*shape[:-2], *q.shape[-2:]) / math.sqrt(q.shape[-1])
+    rows = []
+    for qs in range(0, q.shape[-2], 2):  # two queries at a time, and block_size keys
+        qb = q[..., qs:qs + 2, :]
+        m = torch.full((*qb.shape[:-1], 1), -math.inf, dtype=q.dtype)
+        s = torch.zeros_like(m)
+        acc = torch.zeros((*qb.shape[:-1], v.shape[-1]), dtype=q.dtype)
+        for ks in range(0, k.shape[-2], block_size):
+            sc = qb @ k[..., ks:ks + block_size, :].transpose(-2, -1)
+            if full_mask is not None:
+                sc = sc.masked_fill(~full_mask[..., qs:qs + 2, ks:ks + block_size], -math.inf)
+            m_new = torch.maximum(m, sc.amax(-1, keepdim=True))
+            base = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+            c = torch.exp(m - base)
+            p = torch.exp(sc - base)
+            s = s * c + p.sum(-1, keepdim=True)
+            acc = acc * c + p @ v[..., ks:ks + block_size, :]
+            m = m_new
+        rows.append(torch.where(s > 0, acc / s.clamp(min=torch.finfo(s.dtype).tiny), torch.zeros_like(acc)))
+    return torch.cat(rows, dim=-2)
+
+@right("on-skips-masked-blocks", C_ON, "blocks with no allowed key skipped; the rescale guarded with torch.where")
+def on_masked_block_skipped(q, k, v, mask=None, block_size=4):
+    """A block with no allowed key is skipped with a per-row guard; the rescale through torch.where."""
+    shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    mask = torch.ones(shape, dtype=torch.bool) if mask is None else mask.expand(shape)
+    q = q / math.sqrt(q.shape[-1])
+    m = torch.full((*shape[:-1], 1), -math.inf, dtype=q.dtype)
+    s = torch.zeros_like(m)
+    acc = torch.zeros((*shape[:-1], v.shape[-1]), dtype=q.dtype)
+    for start in range(0, k.shape[-2], block_size):
+        mb = mask[..., start:start + block_size]
+        if not mb.any():
+            continue
+        sc = (q @ k[..., start:start + block_size, :].transpose(-2, -1)).masked_fill(~mb, -math.inf)
+        m_new = torch.maximum(m, sc.amax(-1, keepdim=True))
+        seen = torch.isfinite(m_new)
+        m_safe = torch.where(seen, m_new, torch.zeros_like(m_new))
+        c = torch.where(torch.isfinite(m), torch.exp(m - m_safe), torch.zeros_like(m))
+        p = torch.exp(sc - m_safe)
+        s, acc, m = s * c + p.sum(-1, keepdim=True), acc * c + p @ v[..., start:start + block_size, :], m_new
+    return acc / s.masked_fill(s == 0, 1.0)
 
 
 test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()

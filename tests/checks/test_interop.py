@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from encoder_course import checks, interop
@@ -180,6 +181,113 @@ wrong("rk-unused-by-prefix", C_RK, "key.startswith('pooler') -> None: every pool
                                        unused=lambda key: key.startswith("pooler") or key == "embeddings.position_ids"))
 
 
+
+# The name's ending, the layer prefix and the unused keys, each slip on all keys at once.
+wrong("rk-no-suffix", C_RK, "layers.<n>.attn.w_q without .weight or .bias (the embeddings right)",
+      "the .weight or .bias at the end of the name is missing")(
+    lambda key: (lambda ours: ours.rsplit(".", 1)[0] if ours and ours.startswith("layers.") else ours)(
+        rename_with(key)))
+wrong("rk-suffix-twice", C_RK, "f'layers.{n}.{module}.{kind}.{kind}': the ending added twice",
+      "the .weight or .bias is added twice")(
+    lambda key: (lambda ours: f"{ours}.{key.rsplit('.', 1)[1]}" if ours else ours)(rename_with(key)))
+wrong("rk-layers-no-dot", C_RK, "f'layers{n}.{module}.{kind}': no dot after layers",
+      "the dot after layers is missing")(lambda key: rename_with(key, prefix="layers").replace("layers.", "layers", 1)
+                                         if rename_with(key) else None)
+wrong("rk-empty-string-unused", C_RK, "'' for position_ids and the pooler instead of None",
+      "give '' (an empty string)")(lambda key: "" if key in UNUSED else rename_with(key))
+wrong("rk-emb-norm-final", C_RK, "embeddings.LayerNorm -> final_norm (taken for the encoder's last LayerNorm)",
+      "embeddings.LayerNorm is mapped to final_norm")(
+    lambda key: "final_norm." + key.rsplit(".", 1)[1] if key.startswith("embeddings.LayerNorm.") else rename_with(key))
+
+
+def rk_replace_chain(order):
+    """Each part renamed by str.replace, in ``order``, on the whole key (checked against the known parts first)."""
+    def rename(key):
+        if key in UNUSED:
+            return None
+        if key in EMBEDDINGS:
+            return EMBEDDINGS[key]
+        m = re.fullmatch(r"encoder\.layer\.(\d+)\.(.+)\.(weight|bias)", key)
+        if not m or m.group(2) not in PARTS:
+            raise ValueError(f"unknown key: {key!r}")
+        name = key.replace("encoder.layer.", "layers.")
+        for theirs in order:
+            name = name.replace(theirs, PARTS[theirs])
+        return name
+    return rename
+
+
+wrong("rk-probe-replace-output-dense-first", C_RK,
+      "a str.replace chain renaming 'output.dense' before 'attention.output.dense' ('layers.0.attention.ffn.w2')",
+      "ran before the longer name's")(
+    rk_replace_chain(["output.dense", *[p for p in PARTS if p != "output.dense"]]))
+wrong("rk-probe-replace-output-norm-first", C_RK,
+      "a str.replace chain renaming 'output.LayerNorm' before 'attention.output.LayerNorm'",
+      "ran before the longer name's")(
+    rk_replace_chain(["output.LayerNorm", *[p for p in PARTS if p != "output.LayerNorm"]]))
+wrong("rk-probe-embeddings-swapped", C_RK, "position_embeddings -> token_type and token_type_embeddings -> position",
+      "is the one 'embeddings.token_type_embeddings.weight' should get")(
+    lambda key: {"embeddings.position_embeddings.weight": "embeddings.token_type.weight",
+                 "embeddings.token_type_embeddings.weight": "embeddings.position.weight"}.get(key) or rename_with(key))
+wrong("rk-embedding-name", C_RK, "word_embeddings -> embeddings.tokens.weight (a name of its own)",
+      "the embeddings' names are those of Embeddings' state_dict()")(
+    lambda key: "embeddings.tokens.weight" if key == "embeddings.word_embeddings.weight" else rename_with(key))
+wrong("rk-layer-module-name", C_RK, "attention.output.dense -> attn.out (a name of its own)",
+      "the modules named as in EncoderBlock's state_dict()")(
+    lambda key: rename_with(key, parts={**PARTS, "attention.output.dense": "attn.out"}))
+wrong("rk-layernorm-none", C_RK, "None for every LayerNorm inside the layers",
+      "None is only for the three keys the encoder does not use")(
+    lambda key: None if "LayerNorm" in key and key.startswith("encoder.") else rename_with(key))
+wrong("rk-position-by-prefix", C_RK, "key.startswith('embeddings.position') -> None: position_embeddings dropped too",
+      "catches it too")(lambda key: None if key.startswith("embeddings.position") else rename_with(key))
+
+
+# Unknown keys answered with a known key's name.
+wrong("rk-gamma-beta", C_RK, "gamma and beta translated to weight and bias first (the old LayerNorm names)",
+      "your map translates the old LayerNorm names")(
+    lambda key: rename_with(re.sub(r"\.gamma$", ".weight", re.sub(r"\.beta$", ".bias", key))))
+wrong("rk-kernel", C_RK, "TensorFlow's kernel read as weight", "your map reads TensorFlow's kernel as weight")(
+    lambda key: rename_with(re.sub(r"\.kernel$", ".weight", key)))
+wrong("rk-layers-spelling", C_RK, "encoder.layers. accepted as encoder.layer.",
+      "your map accepts more spellings than the checkpoint's keys")(
+    lambda key: rename_with(key.replace("encoder.layers.", "encoder.layer.")))
+
+
+def rk_split_any_number(key):
+    """key.split('.') with the layer number copied without checking it is digits."""
+    if key in UNUSED:
+        return None
+    if key in EMBEDDINGS:
+        return EMBEDDINGS[key]
+    parts = key.split(".")
+    if parts[:2] == ["encoder", "layer"] and ".".join(parts[3:-1]) in PARTS and parts[-1] in ("weight", "bias"):
+        return f"layers.{parts[2]}.{PARTS['.'.join(parts[3:-1])]}.{parts[-1]}"
+    raise ValueError(f"unknown key: {key!r}")
+
+
+wrong("rk-layer-number-unchecked", C_RK, "the third part copied as the layer number without .isdigit()",
+      "is not a number, and your map copies it as it is")(rk_split_any_number)
+
+
+def rk_lowercased(key):
+    """The key lowercased before the lookup, and the lowercased key in the error message."""
+    low = key.lower()
+    table = {k.lower(): v for k, v in EMBEDDINGS.items()}
+    if low in UNUSED:
+        return None
+    if low in table:
+        return table[low]
+    m = re.fullmatch(r"encoder\.layer\.(\d+)\.(.+)\.(weight|bias)", low)
+    parts = {k.lower(): v for k, v in PARTS.items()}
+    if m and m.group(2) in parts:
+        return f"layers.{m.group(1)}.{parts[m.group(2)]}.{m.group(3)}"
+    raise ValueError(f"unknown key {low!r}")
+
+
+wrong("rk-error-key-lowercased", C_RK, "the key lowercased, and the lowercased key in the ValueError",
+      "names the key with its letters' case changed")(rk_lowercased)
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
@@ -261,6 +369,189 @@ def rk_table(key, _table=_TABLE):
     if key not in _table:
         raise ValueError(f"unexpected key {key!r}")
     return _table[key]
+
+
+@right("rk-lru-cache-named-groups", C_RK,
+       "functools.lru_cache, a fullmatch with named groups, a table zipped from two lists")
+@functools.lru_cache(maxsize=None)
+def rk_cached(key):
+    emb = {f"embeddings.{a}": f"embeddings.{b}" for a, b in (("word_embeddings.weight", "token.weight"),
+           ("position_embeddings.weight", "position.weight"), ("token_type_embeddings.weight", "token_type.weight"),
+           ("LayerNorm.weight", "norm.weight"), ("LayerNorm.bias", "norm.bias"))}
+    if key in {"embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias"}:
+        return None
+    if key in emb:
+        return emb[key]
+    m = re.fullmatch(r"encoder\.layer\.(?P<n>[0-9]+)\.(?P<mod>[A-Za-z.]+)\.(?P<kind>weight|bias)", key)
+    table = dict(zip(["attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+                      "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"],
+                     ["attn.w_q", "attn.w_k", "attn.w_v", "attn.w_o", "norm1", "ffn.w1", "ffn.w2", "norm2"]))
+    if m is None or m["mod"] not in table:
+        raise ValueError("cannot map " + key)
+    return "layers." + m["n"] + "." + table[m["mod"]] + "." + m["kind"]
+
+@right("rk-partition", C_RK, "str.partition and rpartition, .get lookups, isdecimal for the layer number")
+def rk_partitioned(key):
+    if key == "embeddings.position_ids" or key in ("pooler.dense.weight", "pooler.dense.bias"):
+        return None
+    head, _, rest = key.partition(".")
+    if head == "embeddings":
+        name = {"word_embeddings.weight": "token.weight", "position_embeddings.weight": "position.weight",
+                "token_type_embeddings.weight": "token_type.weight", "LayerNorm.weight": "norm.weight",
+                "LayerNorm.bias": "norm.bias"}.get(rest)
+        if name:
+            return "embeddings." + name
+    elif head == "encoder":
+        layer_word, _, rest = rest.partition(".")
+        number, _, rest = rest.partition(".")
+        module, _, kind = rest.rpartition(".")
+        ours = {"attention.self.query": "attn.w_q", "attention.self.key": "attn.w_k",
+                "attention.self.value": "attn.w_v", "attention.output.dense": "attn.w_o",
+                "attention.output.LayerNorm": "norm1", "intermediate.dense": "ffn.w1", "output.dense": "ffn.w2",
+                "output.LayerNorm": "norm2"}.get(module)
+        if layer_word == "layer" and number.isdecimal() and ours and kind in ("weight", "bias"):
+            return f"layers.{number}.{ours}.{kind}"
+    raise ValueError(f"{key!r} is not a BERT key I know")
+
+RK_TREE = {"attention": {"self": {"query": "attn.w_q", "key": "attn.w_k", "value": "attn.w_v"},
+                      "output": {"dense": "attn.w_o", "LayerNorm": "norm1"}},
+        "intermediate": {"dense": "ffn.w1"}, "output": {"dense": "ffn.w2", "LayerNorm": "norm2"}}
+
+@right("rk-nested-table", C_RK, "the module name walked down a nested dict, one part of the key at a time")
+def rk_tree_walk(key):
+    parts = key.split(".")
+    if parts in (["embeddings", "position_ids"], ["pooler", "dense", "weight"], ["pooler", "dense", "bias"]):
+        return None
+    if parts[0] == "embeddings" and len(parts) == 3 and parts[2] in ("weight", "bias"):
+        emb = {"word_embeddings": "token", "position_embeddings": "position", "token_type_embeddings": "token_type",
+               "LayerNorm": "norm"}
+        if parts[1] in emb and (parts[1] == "LayerNorm" or parts[2] == "weight"):
+            return f"embeddings.{emb[parts[1]]}.{parts[2]}"
+    if len(parts) >= 5 and parts[0] == "encoder" and parts[1] == "layer" and parts[2].isdigit() \
+            and parts[-1] in ("weight", "bias"):
+        node = RK_TREE
+        for p in parts[3:-1]:
+            node = node.get(p) if isinstance(node, dict) else None
+            if node is None:
+                break
+        if isinstance(node, str):
+            return f"layers.{parts[2]}.{node}.{parts[-1]}"
+    raise ValueError(f"unknown key {key}")
+
+@right("rk-replace-longest-first", C_RK, "a fullmatch of every known key, then str.replace longest names first")
+def rk_longest_first_replace(key):
+    if key in ("embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias"):
+        return None
+    ok = re.fullmatch(r"embeddings\.((word|position|token_type)_embeddings\.weight|LayerNorm\.(weight|bias))"
+                      r"|encoder\.layer\.\d+\.(attention\.self\.(query|key|value)|attention\.output\.(dense|LayerNorm)"
+                      r"|intermediate\.dense|output\.(dense|LayerNorm))\.(weight|bias)", key)
+    if not ok:
+        raise ValueError(f"unknown key: {key}")
+    table = {"encoder.layer.": "layers.", "attention.self.query": "attn.w_q", "attention.self.key": "attn.w_k",
+             "attention.self.value": "attn.w_v", "attention.output.dense": "attn.w_o",
+             "attention.output.LayerNorm": "norm1", "intermediate.dense": "ffn.w1", "output.dense": "ffn.w2",
+             "output.LayerNorm": "norm2", "word_embeddings": "token", "token_type_embeddings": "token_type",
+             "position_embeddings": "position", "embeddings.LayerNorm": "embeddings.norm"}
+    for old in sorted(table, key=len, reverse=True):
+        if old in key:
+            key = key.replace(old, table[old])
+    return key
+
+@right("rk-try-except", C_RK, "a table lookup, then an unpacking split; every failure turned into ValueError")
+def rk_try_except(key):
+    table = {"embeddings.word_embeddings.weight": "embeddings.token.weight",
+             "embeddings.position_embeddings.weight": "embeddings.position.weight",
+             "embeddings.token_type_embeddings.weight": "embeddings.token_type.weight",
+             "embeddings.LayerNorm.weight": "embeddings.norm.weight",
+             "embeddings.LayerNorm.bias": "embeddings.norm.bias",
+             "embeddings.position_ids": None, "pooler.dense.weight": None, "pooler.dense.bias": None}
+    parts = {"attention.self.query": "attn.w_q", "attention.self.key": "attn.w_k", "attention.self.value": "attn.w_v",
+             "attention.output.dense": "attn.w_o", "attention.output.LayerNorm": "norm1",
+             "intermediate.dense": "ffn.w1", "output.dense": "ffn.w2", "output.LayerNorm": "norm2"}
+    try:
+        return table[key]
+    except KeyError:
+        pass
+    try:
+        prefix, word, n, *mid, kind = key.split(".")
+        if prefix != "encoder" or word != "layer" or kind not in ("weight", "bias") or not n.isdigit():
+            raise KeyError(key)
+        return f"layers.{int(n)}.{parts['.'.join(mid)]}.{kind}"
+    except (KeyError, ValueError) as exc:
+        raise ValueError(f"unexpected key {key!r}") from exc
+
+@right("rk-re-sub-callback", C_RK, "re.sub with a callback on the whole key, after a fullmatch")
+def rk_resub_callback(key):
+    if key in ("embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias"):
+        return None
+    names = {"attention.self.query": "attn.w_q", "attention.self.key": "attn.w_k", "attention.self.value": "attn.w_v",
+             "attention.output.dense": "attn.w_o", "attention.output.LayerNorm": "norm1",
+             "intermediate.dense": "ffn.w1", "output.dense": "ffn.w2", "output.LayerNorm": "norm2"}
+    emb = {"word_embeddings": "token", "position_embeddings": "position", "token_type_embeddings": "token_type"}
+    if re.fullmatch(r"embeddings\.(word_embeddings|position_embeddings|token_type_embeddings)\.weight", key):
+        return re.sub(r"^embeddings\.(\w+)\.", lambda m: f"embeddings.{emb[m[1]]}.", key)
+    if re.fullmatch(r"embeddings\.LayerNorm\.(weight|bias)", key):
+        return key.replace("LayerNorm", "norm")
+    alt = "|".join(re.escape(k) for k in names)
+    if re.fullmatch(rf"encoder\.layer\.\d+\.({alt})\.(weight|bias)", key):
+        return re.sub(rf"^encoder\.layer\.(\d+)\.({alt})\.", lambda m: f"layers.{m[1]}.{names[m[2]]}.", key)
+    raise ValueError(key + " is unknown")
+
+@right("rk-percent-format", C_RK, "a frozenset of unused keys, a list of pairs, % formatting of int(n)")
+def rk_int_number_and_set(key):
+    unused = frozenset({"embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias"})
+    if key in unused:
+        return None
+    pieces = key.split(".")
+    if pieces[0] == "encoder" and len(pieces) > 4 and pieces[1] == "layer" and pieces[2].isdigit():
+        n = int(pieces[2])
+        mid, kind = ".".join(pieces[3:-1]), pieces[-1]
+        mods = [("attention.self.query", "attn.w_q"), ("attention.self.key", "attn.w_k"),
+                ("attention.self.value", "attn.w_v"), ("attention.output.dense", "attn.w_o"),
+                ("attention.output.LayerNorm", "norm1"), ("intermediate.dense", "ffn.w1"),
+                ("output.dense", "ffn.w2"), ("output.LayerNorm", "norm2")]
+        for theirs, ours in mods:
+            if mid == theirs and kind in {"weight", "bias"}:
+                return "layers.%d.%s.%s" % (n, ours, kind)
+    elif pieces[0] == "embeddings":
+        for theirs, ours in (("word_embeddings.weight", "token.weight"),
+                             ("position_embeddings.weight", "position.weight"),
+                             ("token_type_embeddings.weight", "token_type.weight"),
+                             ("LayerNorm.weight", "norm.weight"), ("LayerNorm.bias", "norm.bias")):
+            if key == "embeddings." + theirs:
+                return "embeddings." + ours
+    raise ValueError("rename_key: no name for %r" % key)
+
+@right("rk-if-chain", C_RK, "one if per name, the w_q / w_k / w_v letter taken from the module name")
+def rk_if_chain(key):
+    if key == "embeddings.position_ids":
+        return None
+    if key == "pooler.dense.weight" or key == "pooler.dense.bias":
+        return None
+    if key == "embeddings.word_embeddings.weight":
+        return "embeddings.token.weight"
+    if key == "embeddings.position_embeddings.weight":
+        return "embeddings.position.weight"
+    if key == "embeddings.token_type_embeddings.weight":
+        return "embeddings.token_type.weight"
+    if key.startswith("embeddings.LayerNorm.") and key.split(".")[-1] in ("weight", "bias") and key.count(".") == 2:
+        return "embeddings.norm." + key.split(".")[-1]
+    m = re.match(r"encoder\.layer\.(\d+)\.(.*)\.(weight|bias)\Z", key)
+    if m:
+        n, mid, kind = m.groups()
+        if mid.startswith("attention.self.") and mid[len("attention.self."):] in ("query", "key", "value"):
+            return f"layers.{n}.attn.w_{mid[len('attention.self.')][0]}.{kind}"
+        if mid == "attention.output.dense":
+            return f"layers.{n}.attn.w_o.{kind}"
+        if mid == "attention.output.LayerNorm":
+            return f"layers.{n}.norm1.{kind}"
+        if mid == "intermediate.dense":
+            return f"layers.{n}.ffn.w1.{kind}"
+        if mid == "output.dense":
+            return f"layers.{n}.ffn.w2.{kind}"
+        if mid == "output.LayerNorm":
+            return f"layers.{n}.norm2.{kind}"
+    raise ValueError(f"Unknown checkpoint key: {key}")
 
 
 test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()

@@ -442,6 +442,143 @@ wrong("mt-probe-fate-per-position", C_MT, "the split's number drawn once per pos
     fates_by(lambda b, length: (length,)))
 
 
+
+# The replacement's conditions, the random ids' range and the generator's use.
+def random_for(scope):
+    """The random ids put where ``scope(chosen, maskable)`` and 0.8 <= r < 0.9 (the mask_id ones right)."""
+    def mask_tokens(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+        chosen = choose(token_ids, maskable, generator, p)
+        r = torch.rand(token_ids.shape, generator=generator)
+        random_ids = torch.randint(vocab_size, token_ids.shape, generator=generator)
+        inputs = token_ids.masked_fill(chosen & (r < 0.8), mask_id)
+        return torch.where(scope(chosen, maskable) & (r >= 0.8) & (r < 0.9), random_ids, inputs), chosen
+    return mask_tokens
+
+
+wrong("mt-random-not-chosen", C_MT, "(r >= 0.8) & (r < 0.9) for the random ids, without chosen",
+      "the random replacement's condition lacks chosen")(random_for(lambda chosen, maskable: True))
+wrong("mt-random-maskable-not-chosen", C_MT, "maskable & (r >= 0.8) & (r < 0.9): maskable where chosen belongs",
+      "the random replacement's condition lacks chosen")(random_for(lambda chosen, maskable: maskable))
+
+
+@wrong("mt-random-over-mask", C_MT, "chosen & (r < 0.9) for the random ids, after the mask_id ones",
+       "the random ids are written over the mask_id tokens")
+def mt_random_over_mask(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+    chosen = choose(token_ids, maskable, generator, p)
+    r = torch.rand(token_ids.shape, generator=generator)
+    random_ids = torch.randint(vocab_size, token_ids.shape, generator=generator)
+    inputs = token_ids.masked_fill(chosen & (r < 0.8), mask_id)
+    return torch.where(chosen & (r < 0.9), random_ids, inputs), chosen
+
+
+def mt_random_after_mask_id(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+    """torch.randint(mask_id + 1, vocab_size): the ids after [MASK] only, an empty range when mask_id is the last."""
+    return with_random_ids(lambda ids, v, g: torch.randint(mask_id + 1, v, ids.shape, generator=g))(
+        token_ids, maskable, mask_id, vocab_size, generator, p)
+
+
+wrong("mt-random-after-mask-id", C_MT, "torch.randint(mask_id + 1, vocab_size): empty when mask_id is the last id",
+      "that is torch.randint(mask_id + 1, vocab_size)")(mt_random_after_mask_id)
+wrong("mt-random-from-one", C_MT, "torch.randint(1, vocab_size): id 0 never drawn",
+      "torch.randint(1, vocab_size) starts at 1")(
+    with_random_ids(lambda ids, v, g: torch.randint(1, v, ids.shape, generator=g)))
+wrong("mt-random-up-to-batch-max", C_MT, "torch.randint(token_ids.max() + 1, ...): the batch's ids only",
+      "token_ids.max() + 1 where vocab_size belongs")(
+    with_random_ids(lambda ids, v, g: torch.randint(int(ids.max()) + 1, ids.shape, generator=g)))
+wrong("mt-random-rounded", C_MT, "(torch.rand(...) * (vocab_size - 1)).round().long(): the two ends half as likely",
+      "come about half as often as the others")(
+    with_random_ids(lambda ids, v, g: (torch.rand(ids.shape, generator=g) * (v - 1)).round().long()))
+
+
+def mt_numpy_choice(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+    """The choice from numpy's global generator."""
+    import numpy as np
+
+    chosen = torch.from_numpy(np.random.rand(*token_ids.shape) < p) & maskable
+    return replace(token_ids, chosen, mask_id, vocab_size, generator), chosen
+
+
+def mt_python_random_choice(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+    """The choice from Python's random module, one token at a time."""
+    import random
+
+    picks = [[random.random() < p for _ in range(token_ids.shape[1])] for _ in range(token_ids.shape[0])]
+    chosen = torch.tensor(picks) & maskable
+    return replace(token_ids, chosen, mask_id, vocab_size, generator), chosen
+
+
+wrong("mt-numpy-random", C_MT, "the choice from np.random.rand", "a random source that neither seed sets")(
+    mt_numpy_choice)
+wrong("mt-python-random", C_MT, "the choice from Python's random.random()", "a random source that neither seed sets")(
+    mt_python_random_choice)
+
+
+def mt_copied_generator(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+    """A copy of the generator, seeded from its initial seed: the caller's generator never moves on."""
+    if generator is not None:
+        generator = torch.Generator().manual_seed(generator.initial_seed())
+    return with_split((0.8, 0.1))(token_ids, maskable, mask_id, vocab_size, generator, p)
+
+
+def mt_torch_seeded_from_generator(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+    """torch.manual_seed(generator.initial_seed()), then every draw from the global state."""
+    if generator is not None:
+        torch.manual_seed(generator.initial_seed())
+    return with_split((0.8, 0.1))(token_ids, maskable, mask_id, vocab_size, None, p)
+
+
+wrong("mt-generator-copied", C_MT, "torch.Generator().manual_seed(generator.initial_seed()): a fresh copy each call",
+      "the generator does not move on from call to call")(mt_copied_generator)
+wrong("mt-torch-seeded-from-generator", C_MT, "torch.manual_seed(generator.initial_seed()), then global draws",
+      "the generator does not move on from call to call")(mt_torch_seeded_from_generator)
+
+
+def first_of_row(token_ids, maskable, generator, p):
+    """Only the first 128 positions of each row may be chosen (a max_len of the learner's own)."""
+    chosen = choose(token_ids, maskable, generator, p)
+    chosen[:, 128:] = False
+    return chosen
+
+
+wrong("mt-first-positions-only", C_MT, "chosen[:, 128:] = False: a length of its own",
+      "your choice covers only the first")(with_choice(first_of_row))
+
+
+# Mistakes unlike the listed slips: a probe must name them.
+wrong("mt-probe-one-draw-per-batch", C_MT, "torch.rand(1) < p: the whole batch chosen or none of it",
+      "one random number decides for the whole batch")(
+    with_choice(lambda ids, maskable, g, p: maskable & (torch.rand(1, generator=g) < p)))
+wrong("mt-probe-p-as-percent", C_MT, "torch.rand(...) * 100 < p: p read as a percentage",
+      "as if p were a percentage")(
+    with_choice(lambda ids, maskable, g, p: (torch.rand(ids.shape, generator=g) * 100 < p) & maskable))
+
+
+def fates_in_order(per_row):
+    """The first 80 % of the chosen (in each row, or in the whole batch) mask_id, the next 10 % random ids."""
+    def mask_tokens(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+        chosen = choose(token_ids, maskable, generator, p)
+        inputs = token_ids.clone()
+        groups = [(row, chosen[row].nonzero()[:, 0]) for row in range(token_ids.shape[0])] if per_row else [
+            (None, chosen.nonzero())]
+        for row, where in groups:
+            a, b = round(0.8 * len(where)), round(0.9 * len(where))
+            random_ids = torch.randint(vocab_size, (b - a,), generator=generator)
+            if per_row:
+                inputs[row, where[:a]] = mask_id
+                inputs[row, where[a:b]] = random_ids
+            else:
+                inputs[where[:a, 0], where[:a, 1]] = mask_id
+                inputs[where[a:b, 0], where[a:b, 1]] = random_ids
+        return inputs, chosen
+    return mask_tokens
+
+
+wrong("mt-probe-fates-in-order-per-row", C_MT, "each row's chosen split in order: the first 80 % mask_id, ...",
+      "the fate follows the order of the chosen tokens")(fates_in_order(per_row=True))
+wrong("mt-probe-fates-in-order-batch", C_MT, "the batch's chosen split in reading order: the first 80 % mask_id, ...",
+      "the fate follows the order of the chosen tokens")(fates_in_order(per_row=False))
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
@@ -532,6 +669,109 @@ def mt_multinomial(token_ids, maskable, mask_id, vocab_size, generator=None, p=0
     shift = torch.randint(1, vocab_size, token_ids.shape, generator=generator)
     inputs = torch.where(chosen & (fate == 0), torch.full_like(token_ids, mask_id), token_ids)
     return torch.where(chosen & (fate == 1), (token_ids + shift) % vocab_size, inputs), chosen
+
+
+@right("mt-exact-split-per-row", C_MT, "an exact 80/10/10 of each row's chosen tokens, shuffled with randperm")
+def mt_exact_split_per_row(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+    chosen = (torch.rand(token_ids.shape, generator=generator) < p) & maskable
+    inputs = token_ids.clone()
+    for i in range(token_ids.shape[0]):
+        where = chosen[i].nonzero()[:, 0]
+        where = where[torch.randperm(len(where), generator=generator)]
+        a, b = round(0.8 * len(where)), round(0.9 * len(where))
+        inputs[i, where[:a]] = mask_id
+        inputs[i, where[a:b]] = torch.randint(vocab_size, (b - a,), generator=generator)
+    return inputs, chosen
+
+@right("mt-random-never-mask-id", C_MT, "a random id equal to mask_id replaced by the token's own id")
+def mt_never_mask_id(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+    chosen = (torch.rand(token_ids.shape, generator=generator) < p) & maskable
+    lot = torch.rand(token_ids.shape, generator=generator)
+    rnd = torch.randint(vocab_size, token_ids.shape, generator=generator)
+    rnd = torch.where(rnd == mask_id, token_ids, rnd)
+    inputs = token_ids.masked_fill(chosen & (lot < 0.8), mask_id)
+    return torch.where(chosen & (lot >= 0.8) & (lot < 0.9), rnd, inputs), chosen
+
+@right("mt-global-count-multinomial", C_MT,
+       "round(p * n) of the batch's maskable tokens (randperm over the flat batch), random ids by multinomial")
+def mt_global_count_randperm(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+    flat = maskable.flatten().nonzero()[:, 0]
+    k = round(p * len(flat))
+    picked = flat[torch.randperm(len(flat), generator=generator)[:k]]
+    chosen = torch.zeros(token_ids.numel(), dtype=torch.bool)
+    chosen[picked] = True
+    chosen = chosen.view(token_ids.shape)
+    lot = torch.rand(token_ids.shape, generator=generator)
+    inputs = token_ids.clone()
+    inputs[chosen & (lot < 0.8)] = mask_id
+    swap = chosen & (lot >= 0.8) & (lot < 0.9)
+    if swap.any():
+        inputs[swap] = torch.multinomial(torch.ones(vocab_size), int(swap.sum()), replacement=True,
+                                         generator=generator)
+    return inputs, chosen
+
+@right("mt-floor-ids-reversed-ranges", C_MT, "r < 0.1 a random id (floor of rand * V), r >= 0.2 mask_id, the rest kept")
+def mt_floor_ids_reversed_ranges(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+    chosen = maskable & (torch.rand(token_ids.shape, generator=generator) < p)
+    lot = torch.rand(token_ids.shape, generator=generator)
+    rnd = (torch.rand(token_ids.shape, generator=generator) * vocab_size).long().clamp(max=vocab_size - 1)
+    out = torch.where(chosen & (lot < 0.1), rnd, token_ids)  # 10 % random
+    return torch.where(chosen & (lot >= 0.2), torch.full_like(token_ids, mask_id), out), chosen  # 80 % mask, rest kept
+
+@right("mt-random-then-mask-over", C_MT, "random ids for r < 0.9 first, then mask_id over them for r < 0.8")
+def mt_random_then_mask_over(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+    chosen = torch.rand(token_ids.shape, generator=generator).le(p) & maskable
+    lot = torch.rand(token_ids.shape, generator=generator)
+    random_ids = torch.randint(vocab_size, token_ids.shape, generator=generator)
+    inputs = torch.where(chosen & (lot < 0.9), random_ids, token_ids)
+    inputs = inputs.masked_fill(chosen & (lot < 0.8), mask_id)  # the mask overwrites the first 80 %
+    return inputs, chosen
+
+@right("mt-bucketize-gather", C_MT,
+       "bernoulli in float64 for the choice, bucketize for the fate, gather from three options")
+def mt_bucketize_fates(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+    chosen = torch.bernoulli(maskable.to(torch.float64) * p, generator=generator).to(torch.bool)
+    fate = torch.bucketize(torch.rand(token_ids.shape, generator=generator), torch.tensor([0.8, 0.9]), right=True)
+    options = torch.stack([torch.full_like(token_ids, mask_id),
+                           torch.randint(vocab_size, token_ids.shape, generator=generator), token_ids])  # (3, B, L)
+    replaced = options.gather(0, fate[None]).squeeze(0)
+    return torch.where(chosen, replaced, token_ids), chosen
+
+@right("mt-one-draw-of-three", C_MT,
+       "one torch.rand of shape (3, B, L) for the choice, the fate and the random ids; index_put_")
+def mt_one_big_draw(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+    u = torch.rand((3, *token_ids.shape), generator=generator)
+    chosen = (u[0] < p) & maskable
+    rnd = torch.floor(u[2] * vocab_size).long()
+    inputs = token_ids.clone()
+    inputs.index_put_((chosen & (u[1] < 0.8)).nonzero(as_tuple=True), torch.tensor(mask_id))
+    swap = chosen & (u[1] >= 0.8) & (u[1] < 0.9)
+    inputs[swap] = rnd[swap]
+    return inputs, chosen
+
+@right("mt-default-generator", C_MT, "torch.default_generator when generator is None, .lt/.ge methods")
+def mt_default_generator(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+    g = generator if generator is not None else torch.default_generator
+    B, L = token_ids.shape
+    chosen = maskable.logical_and(torch.rand(B, L, generator=g).lt(p))
+    lot = torch.rand(B, L, generator=g)
+    new = token_ids.detach().clone()
+    new[chosen & lot.lt(0.8)] = mask_id
+    rand_pos = chosen & lot.ge(0.8) & lot.lt(0.9)
+    new[rand_pos] = torch.randint(0, vocab_size, (int(rand_pos.sum()),), generator=g)
+    return new, chosen
+
+@right("mt-loop-over-rows", C_MT, "a Python loop over the rows, each row drawn and stacked back")
+def mt_python_loop_rows(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+    rows_in, rows_ch = [], []
+    for ids, ok in zip(token_ids, maskable):
+        pick = (torch.rand(ids.shape, generator=generator) < p) & ok
+        lot = torch.rand(ids.shape, generator=generator)
+        rnd = torch.randint(vocab_size, ids.shape, generator=generator)
+        row = torch.where(pick & (lot < 0.8), mask_id, ids)
+        rows_in.append(torch.where(pick & (lot >= 0.8) & (lot < 0.9), rnd, row))
+        rows_ch.append(pick)
+    return torch.stack(rows_in), torch.stack(rows_ch)
 
 
 test_catalogue_cases, test_wrong_answer_is_named, test_right_answer_passes = CATALOGUE.tests()
