@@ -13,6 +13,7 @@ import functools
 import inspect
 import io
 import os
+import re
 import sys
 import threading
 import time
@@ -99,8 +100,6 @@ def _error_hint(exc: BaseException, name: str = "", masks=()) -> str:
     ``masks`` are the masks the failing call was given (the mask part of the exercise's shape hint is
     shown only when there is one).
     """
-    import re
-
     text = str(exc)
     has_mask = bool(masks)
     ex = exercise_named(name) if name else None
@@ -192,6 +191,10 @@ def _error_hint(exc: BaseException, name: str = "", masks=()) -> str:
     if ("expected scalar type" in text or "same dtype" in text or "dtype" in text and "expected" in text):
         return ("Two tensors of different dtypes met: keep every step in the inputs' dtype (no .float(), "
                 ".double() or dtype= inside; torch.tensor(...) of a Python float is float32).")
+    if re.search(r"\"(bitwise_(and|or|xor|not)|logical_not)\w*\" not implemented for '(Float|Double|Half|BFloat16)'",
+                 text):
+        return ("&, | and ~ work on bool tensors (True/False), not on floats: compare a float tensor first, "
+                "(torch.rand(...) < p), and combine the bool results.")
     if "view size is not compatible" in text:
         return ("a tensor that was transposed cannot be .view()-ed: use .reshape(...) or "
                 ".contiguous().view(...).")
@@ -275,6 +278,10 @@ def _too_slow(name: str, what: str, limit: float, waited: bool = False) -> Exerc
     )
 
 
+#: torch's NotImplementedError for an operation it has no kernel for (a dtype, a device), unlike an exercise's stub.
+_TORCH_UNSUPPORTED = re.compile(r"not implemented for '|Could not run '|is not currently implemented for")
+
+
 def _invoke(name: str, what: str, fn: Callable, *args, **kwargs):
     """Call the learner's ``fn``; turn its failures into learner messages."""
     limit = _time_limit_in_force()
@@ -285,7 +292,10 @@ def _invoke(name: str, what: str, fn: Callable, *args, **kwargs):
     except _UsedReference:
         raise ExerciseError(f"Your {name} uses the course's own answer {what}.") from None
     except NotImplementedError as exc:
-        raise _NotAttempted(str(exc)) from None
+        if not _TORCH_UNSUPPORTED.search(str(exc)):  # the exercise's stub (torch's own says what it lacks)
+            raise _NotAttempted(str(exc)) from None
+        hint = _error_hint(exc, name, _given_masks(args, kwargs))
+        raise ExerciseError(f"Your {name} raised {type(exc).__name__} {what}: {exc}\nHint: {hint}") from exc
     except _timer.Timeout as exc:  # (from the learner's own process when it is graded: it says how it ran out)
         raise _too_slow(name, what, limit, getattr(exc, "waited", timer.waited)) from None
     except Exception as exc:

@@ -579,6 +579,16 @@ wrong("mt-probe-fates-in-order-batch", C_MT, "the batch's chosen split in readin
       "the fate follows the order of the chosen tokens")(fates_in_order(per_row=False))
 
 
+@wrong("mt-float-and", C_MT, "chosen & r with r the float draws: torch has no & for floats (a NotImplementedError)",
+       "&, | and ~ work on bool tensors")
+def mt_float_and(token_ids, maskable, mask_id, vocab_size, generator=None, p=0.15):
+    r = torch.rand(token_ids.shape, generator=generator)
+    chosen = (r < p) & maskable
+    inputs = token_ids.clone()
+    inputs[chosen & r] = mask_id
+    return inputs, torch.where(chosen, token_ids, torch.full_like(token_ids, -100))
+
+
 # ----------------------------------------------------------------------------------------------
 # Right answers, in many styles, each to pass
 
